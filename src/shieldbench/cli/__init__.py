@@ -1,0 +1,24 @@
+"""The ``shieldbench`` command line: thin commands over the library.
+
+Nothing imports this package; it imports everything it needs.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from shieldbench.cli._app import app, err_console
+from shieldbench.errors import ShieldbenchError
+
+# Command modules register their commands on import (one line each).
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    """Entry point of the ``shieldbench`` script: library errors become one clear line."""
+    try:
+        app()
+    except ShieldbenchError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+        sys.exit(2)

@@ -1,0 +1,111 @@
+"""Saving and loading runs as JSON files (schema-versioned).
+
+A run file is self-contained: defense, dataset (with content hash), config,
+environment, every sample and every outcome. ``shieldbench report`` and
+``shieldbench compare`` read these files.
+
+Example:
+    >>> import tempfile, pathlib
+    >>> from datetime import datetime, timezone
+    >>> from shieldbench.types import *
+    >>> now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    >>> run = Run("r1", DefenseInfo("pattern", "pattern"), DatasetInfo("inline", "sha256:0", 1),
+    ...           RunConfig(), (Sample("1", "hi", "benign"),),
+    ...           (Outcome("1", Verdict(False, 0.0), "ok", latency_ms=0.1),), now, now)
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "run.json"
+    >>> save_run(run, path) == path and load_run(path) == run
+    True
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from shieldbench.errors import RunError
+from shieldbench.types import DatasetInfo, DefenseInfo, Outcome, Run, RunConfig, Sample
+
+__all__ = ["RUN_SCHEMA_VERSION", "load_run", "run_from_dict", "run_to_dict", "save_run"]
+
+RUN_SCHEMA_VERSION = 1
+
+
+def run_to_dict(run: Run) -> dict[str, Any]:
+    """The JSON-ready form of a run (``schema_version`` first)."""
+    return {
+        "schema_version": run.schema_version,
+        "kind": "shieldbench.run",
+        "id": run.id,
+        "defense": run.defense.to_dict(),
+        "dataset": run.dataset.to_dict(),
+        "config": run.config.to_dict(),
+        "environment": dict(run.environment),
+        "started": run.started.isoformat(),
+        "finished": run.finished.isoformat(),
+        "samples": [s.to_dict() for s in run.samples],
+        "outcomes": [o.to_dict() for o in run.outcomes],
+    }
+
+
+def run_from_dict(data: Mapping[str, Any], *, source: str = "<dict>") -> Run:
+    """Rebuild a run from :func:`run_to_dict` output; :class:`RunError` on bad input."""
+    version = data.get("schema_version")
+    if version != RUN_SCHEMA_VERSION:
+        raise RunError(
+            f"{source}: run schema_version {version!r} is not supported"
+            f" (this shieldbench reads version {RUN_SCHEMA_VERSION})"
+        )
+    try:
+        return Run(
+            id=str(data["id"]),
+            defense=DefenseInfo.from_dict(data["defense"]),
+            dataset=DatasetInfo.from_dict(data["dataset"]),
+            config=RunConfig.from_dict(data["config"]),
+            samples=tuple(Sample.from_dict(s) for s in data["samples"]),
+            outcomes=tuple(Outcome.from_dict(o) for o in data["outcomes"]),
+            started=datetime.fromisoformat(data["started"]),
+            finished=datetime.fromisoformat(data["finished"]),
+            environment=data.get("environment") or {},
+            schema_version=int(version),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RunError(
+            f"{source}: not a valid shieldbench run file ({type(exc).__name__}: {exc})"
+        ) from exc
+
+
+def save_run(run: Run, path: str | Path) -> Path:
+    """Write ``run`` to ``path`` atomically (temp file + rename); returns the path."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".run-", suffix=".json", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(run_to_dict(run), fh, ensure_ascii=False, indent=1)
+            fh.write("\n")
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def load_run(path: str | Path) -> Run:
+    """Read a run file written by :func:`save_run`."""
+    source = Path(path)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RunError(f"{source}: no such run file") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RunError(f"{source}:{exc.lineno}: not JSON ({exc.msg})") from exc
+    if not isinstance(data, dict):
+        raise RunError(f"{source}: a run file holds a JSON object")
+    return run_from_dict(data, source=str(source))

@@ -1,0 +1,21 @@
+"""Shared fixtures. Tests never touch the network: hubs are forced offline."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+SHARED_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+
+
+@pytest.fixture(scope="session")
+def shared_datasets() -> Path:
+    """``../shared/datasets``; the test is skipped when the folder is absent."""
+    if not SHARED_DATASETS.is_dir():
+        pytest.skip(f"shared datasets not found at {SHARED_DATASETS}")
+    return SHARED_DATASETS
