@@ -45,7 +45,10 @@ class PluginInfo:
     """A registered plugin: its name, what it does, what it needs, how to get it.
 
     ``usage`` shows the spec syntax (``jsonl:PATH``); ``requires`` lists modules that
-    must be importable; ``origin`` is ``builtin`` or the distribution providing it.
+    must be importable; ``origin`` is ``builtin`` or the distribution providing it;
+    ``example`` is a spec that builds a working instance with no outside service
+    (the contract tests and ``list`` commands use it), ``None`` when the plugin
+    always needs user input (a URL, a file).
     """
 
     name: str
@@ -55,6 +58,7 @@ class PluginInfo:
     requires: tuple[str, ...] = ()
     install_hint: str | None = None
     origin: str = "builtin"
+    example: str | None = None
 
     def missing_module(self) -> str | None:
         """The first required module that cannot be imported, or ``None``."""
@@ -91,6 +95,7 @@ class Registry(Generic[T]):
         usage: str = "",
         requires: tuple[str, ...] = (),
         install_hint: str | None = None,
+        example: str | None = None,
     ) -> Callable[[Callable[[Spec], T]], Callable[[Spec], T]]:
         """Decorator registering ``factory(spec) -> T`` under ``name``."""
 
@@ -103,6 +108,7 @@ class Registry(Generic[T]):
                     usage=usage or name,
                     requires=requires,
                     install_hint=install_hint,
+                    example=example,
                 )
             )
             return factory
