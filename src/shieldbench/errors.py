@@ -62,8 +62,8 @@ class DatasetError(ShieldbenchError):
     """Bad input data. Carries where: ``path``, ``line`` (1-based) and ``field``.
 
     Example:
-        >>> str(DatasetError("empty text", path="data.jsonl", line=3, field="text"))
-        'data.jsonl:3: field \\'text\\': empty text'
+        >>> print(DatasetError("empty text", path="data.jsonl", line=3, field="text"))
+        data.jsonl:3: field 'text': empty text
     """
 
     def __init__(
