@@ -10,18 +10,42 @@ Build any registered defense from its spec string::
 
 from __future__ import annotations
 
+from shieldbench.defenses._combinators import Fuse, Vote
+from shieldbench.defenses._preprocess import STRIPPERS, Preprocess, strip_wrappers
 from shieldbench.defenses._protocol import AsyncDefense, BatchDefense, Defense, defense_version
+from shieldbench.defenses._routing import (
+    Dual,
+    DualGain,
+    PathShares,
+    Tiered,
+    dual_gain,
+    path_shares,
+)
+from shieldbench.defenses._wrappers import Dedup, FailSafe
 from shieldbench.errors import SpecError
 from shieldbench.registry import defenses as registry
 from shieldbench.spec import Spec
 
 __all__ = [
+    "STRIPPERS",
     "AsyncDefense",
     "BatchDefense",
+    "Dedup",
     "Defense",
+    "Dual",
+    "DualGain",
+    "FailSafe",
+    "Fuse",
+    "PathShares",
+    "Preprocess",
+    "Tiered",
+    "Vote",
     "build_defense",
     "defense_version",
+    "dual_gain",
+    "path_shares",
     "registry",
+    "strip_wrappers",
 ]
 
 
