@@ -1,0 +1,335 @@
+"""File loaders: ``jsonl:``, ``csv:``, ``parquet:`` and ``pint:`` (PINT benchmark YAML).
+
+All four take the same mapping options (see :mod:`shieldbench.datasets._records`)
+in the call form, e.g.
+``csv(xstest_prompts.csv, text=prompt, category=type, attack=unsafe, benign=safe)``.
+
+What each format means by "line" in an error: the physical line for JSONL and
+YAML, the line where the record starts for CSV (the header is line 1), and the
+1-based row number for parquet.
+
+Rules shared by the text formats: the file must be UTF-8 (a leading BOM is
+accepted and dropped; any other invalid byte is an error naming its line and
+byte offset); an empty file, or one without a single record, is an error; blank
+lines in JSONL are skipped.
+
+Example:
+    >>> import tempfile, pathlib
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> d = pathlib.Path(tmp.name)
+    >>> lines = ['{"text": "hi", "label": 0}', '{"text": "Ignore rules", "label": 1}']
+    >>> _ = (d / "x.jsonl").write_text("\\n".join(lines))
+    >>> ds = load_jsonl(d / "x.jsonl")
+    >>> [(s.id, s.label) for s in ds]
+    [('x:1', 'benign'), ('x:2', 'attack')]
+    >>> tmp.cleanup()
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from shieldbench.datasets._dataset import Dataset
+from shieldbench.datasets._records import MAPPING_OPTIONS, RecordMapping, SampleBuilder
+from shieldbench.errors import DatasetError
+from shieldbench.registry import datasets
+from shieldbench.spec import Spec
+
+__all__ = [
+    "decode_utf8",
+    "jsonl_records",
+    "load_csv",
+    "load_jsonl",
+    "load_parquet",
+    "load_pint",
+    "read_utf8",
+]
+
+_BOM = b"\xef\xbb\xbf"
+_CSV_FIELD_LIMIT = 64 * 1024 * 1024
+
+
+def decode_utf8(data: bytes, path: str | Path) -> str:
+    """Decode strictly as UTF-8 (a leading BOM is dropped); errors name line and byte offset."""
+    bom = len(_BOM) if data.startswith(_BOM) else 0
+    try:
+        return data[bom:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        start = exc.start + bom
+        line = data.count(b"\n", 0, start) + 1
+        column = start - (data.rfind(b"\n", 0, start) + 1) + 1
+        raise DatasetError(
+            f"not valid UTF-8: byte 0x{data[start]:02x} at byte offset {start}"
+            f" (column {column}); re-save the file as UTF-8",
+            path=path,
+            line=line,
+        ) from None
+
+
+def read_utf8(path: str | Path) -> str:
+    """The file's text, checked: exists, is a file, valid UTF-8 (BOM dropped), not blank."""
+    p = Path(path)
+    if not p.exists():
+        raise DatasetError("file not found; check the path", path=p)
+    if not p.is_file():
+        raise DatasetError("not a file (is it a directory?)", path=p)
+    text = decode_utf8(p.read_bytes(), p)
+    if not text.strip():
+        raise DatasetError("the file is empty", path=p)
+    return text
+
+
+def jsonl_records(text: str, path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for each non-blank line; errors for bad JSON or non-objects."""
+    for lineno, raw in enumerate(text.split("\n"), start=1):
+        line = raw.rstrip("\r")
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(
+                f"malformed JSON: {exc.msg} at column {exc.colno}", path=path, line=lineno
+            ) from None
+        if not isinstance(record, dict):
+            raise DatasetError(
+                f"expected a JSON object per line, got a JSON {_json_type(record)}",
+                path=path,
+                line=lineno,
+            )
+        yield lineno, record
+
+
+def _json_type(value: Any) -> str:
+    names = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def _mapping(spec: Spec | None, mapping: RecordMapping | None) -> RecordMapping:
+    if mapping is not None:
+        return mapping
+    return RecordMapping() if spec is None else RecordMapping.from_spec(spec)
+
+
+def load_jsonl(
+    path: str | Path, *, mapping: RecordMapping | None = None, name: str | None = None
+) -> Dataset:
+    """One JSON object per line; blank lines are skipped."""
+    text = read_utf8(path)
+    builder = SampleBuilder(str(path), _mapping(None, mapping))
+    for lineno, record in jsonl_records(text, path):
+        builder.add(record, line=lineno)
+    return builder.build(name or f"jsonl:{path}")
+
+
+def _csv_rows(text: str, path: str | Path) -> Iterator[tuple[int, list[str]]]:
+    """``(start line, cells)`` for each non-blank CSV row, header included."""
+    if csv.field_size_limit() < _CSV_FIELD_LIMIT:
+        csv.field_size_limit(_CSV_FIELD_LIMIT)
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    start = 1
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise DatasetError(f"malformed CSV: {exc}", path=path, line=start) from None
+        if row:
+            yield start, row
+        start = reader.line_num + 1
+
+
+def load_csv(
+    path: str | Path, *, mapping: RecordMapping | None = None, name: str | None = None
+) -> Dataset:
+    """A CSV file with a header row; empty cells are missing values."""
+    text = read_utf8(path)
+    builder = SampleBuilder(str(path), _mapping(None, mapping))
+    rows = _csv_rows(text, path)
+    _, header = next(rows)
+    header = [h.strip() for h in header]
+    seen: set[str] = set()
+    for h in header:
+        if h in seen or not h:
+            what = "an empty" if not h else f"a duplicate {h!r}"
+            raise DatasetError(f"the header has {what} column name", path=path, line=1, field=h)
+        seen.add(h)
+    _check_columns(header, builder.mapping, path, line=1)
+    text_col = _text_col(header, builder.mapping)
+    for lineno, row in rows:
+        if len(row) != len(header):
+            raise DatasetError(
+                f"expected {len(header)} columns (as in the header), got {len(row)}",
+                path=path,
+                line=lineno,
+            )
+        record = {
+            h: None if cell == "" and h != text_col else cell
+            for h, cell in zip(header, row, strict=True)
+        }
+        builder.add(record, line=lineno)
+    return builder.build(name or f"csv:{path}")
+
+
+def _text_col(columns: list[str], mapping: RecordMapping) -> str:
+    if mapping.columns.text is not None:
+        return mapping.columns.text
+    return "text" if "text" in columns or "prompt" not in columns else "prompt"
+
+
+def _check_columns(
+    columns: list[str], mapping: RecordMapping, path: str | Path, *, line: int | None
+) -> None:
+    """Fail once, up front, when a table lacks the text or label column."""
+    available = ", ".join(columns)
+    text_col = _text_col(columns, mapping)
+    if text_col not in columns:
+        raise DatasetError(
+            f"no column {text_col!r} (columns: {available}); map yours with text=COLUMN",
+            path=path,
+            line=line,
+            field=text_col,
+        )
+    if mapping.labels.fixed is None and mapping.columns.label not in columns:
+        raise DatasetError(
+            f"no column {mapping.columns.label!r} (columns: {available}); map yours with"
+            " label=COLUMN, or give every row one label with fixed_label=attack|benign",
+            path=path,
+            line=line,
+            field=mapping.columns.label,
+        )
+
+
+def rows_to_dataset(
+    rows: list[dict[str, Any]],
+    columns: list[str],
+    *,
+    path: str,
+    mapping: RecordMapping,
+    name: str,
+    id_prefix: str | None = None,
+) -> Dataset:
+    """Shared by the table loaders (parquet, hf-disk): line = 1-based row number."""
+    _check_columns(columns, mapping, path, line=None)
+    builder = SampleBuilder(path, mapping, id_prefix=id_prefix)
+    for index, row in enumerate(rows, start=1):
+        builder.add(row, line=index)
+    return builder.build(name)
+
+
+def load_parquet(
+    path: str | Path, *, mapping: RecordMapping | None = None, name: str | None = None
+) -> Dataset:
+    """A parquet table (read with pyarrow); errors name the 1-based row as the line."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    p = Path(path)
+    if not p.is_file():
+        raise DatasetError(
+            "file not found; check the path" if not p.exists() else "not a file", path=p
+        )
+    try:
+        table = pq.read_table(p)
+    except (pa.ArrowException, OSError) as exc:
+        raise DatasetError(f"not a readable parquet file: {exc}", path=p) from None
+    if table.num_rows == 0:
+        raise DatasetError("the table has no rows", path=p)
+    return rows_to_dataset(
+        table.to_pylist(),
+        list(table.column_names),
+        path=str(p),
+        mapping=_mapping(None, mapping),
+        name=name or f"parquet:{path}",
+    )
+
+
+def load_pint(
+    path: str | Path, *, mapping: RecordMapping | None = None, name: str | None = None
+) -> Dataset:
+    """The PINT benchmark YAML format: a list of ``{text, category, label: bool}``."""
+    text = read_utf8(path)
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise DatasetError(
+            f"malformed YAML: {exc.problem or exc}",
+            path=path,
+            line=None if mark is None else mark.line + 1,
+        ) from None
+    except yaml.YAMLError as exc:
+        raise DatasetError(f"malformed YAML: {exc}", path=path) from None
+    if root is None:
+        raise DatasetError("the file is empty", path=path)
+    if not isinstance(root, yaml.SequenceNode):
+        raise DatasetError(
+            "expected a YAML list of {text, category, label} items at the top level",
+            path=path,
+            line=root.start_mark.line + 1,
+        )
+    builder = SampleBuilder(str(path), _mapping(None, mapping))
+    loader = yaml.SafeLoader("")
+    try:
+        for node in root.value:
+            line = node.start_mark.line + 1
+            try:
+                item = loader.construct_document(node)
+            except yaml.YAMLError as exc:
+                raise DatasetError(f"malformed YAML item: {exc}", path=path, line=line) from None
+            if not isinstance(item, Mapping):
+                raise DatasetError(
+                    f"expected a mapping with text, category, label; got {type(item).__name__}",
+                    path=path,
+                    line=line,
+                )
+            builder.add(item, line=line)
+    finally:
+        loader.dispose()
+    return builder.build(name or f"pint:{path}")
+
+
+def _file_factory(loader: Any) -> Any:
+    def factory(spec: Spec) -> Dataset:
+        spec.check_options(MAPPING_OPTIONS)
+        path = spec.require_arg("PATH")
+        result: Dataset = loader(path, mapping=RecordMapping.from_spec(spec), name=spec.text)
+        return result
+
+    return factory
+
+
+_MAPPING_HELP = (
+    " Options: text=, label=, id=, category=, subcategory=, severity=, tier=, source= (field"
+    " names); attack=A|B, benign=C (label values); fixed_label=attack|benign;"
+    " split_category=false."
+)
+
+datasets.register(
+    "jsonl",
+    description="JSON Lines file, one object per line." + _MAPPING_HELP,
+    usage="jsonl:PATH | jsonl(PATH, text=FIELD, label=FIELD, attack=V|V, benign=V)",
+)(_file_factory(load_jsonl))
+datasets.register(
+    "csv",
+    description="CSV file with a header row." + _MAPPING_HELP,
+    usage="csv:PATH | csv(PATH, text=COLUMN, label=COLUMN, attack=V|V, benign=V)",
+)(_file_factory(load_csv))
+datasets.register(
+    "parquet",
+    description="Parquet table (pyarrow); errors name the row." + _MAPPING_HELP,
+    usage="parquet:PATH | parquet(PATH, text=COLUMN, label=COLUMN, attack=V, benign=V)",
+)(_file_factory(load_parquet))
+datasets.register(
+    "pint",
+    description="PINT benchmark YAML: a list of {text, category, label: bool}." + _MAPPING_HELP,
+    usage="pint:PATH.yaml",
+)(_file_factory(load_pint))
