@@ -1,3 +1,7 @@
 """Imports every built-in dataset loader module so that its plugins register."""
 
 from __future__ import annotations
+
+# ruff: noqa: F401  (imported for their side effect: registering plugins)
+import shieldbench.datasets._files  # jsonl, csv, parquet, pint
+import shieldbench.datasets._suites  # builtin
