@@ -1,0 +1,462 @@
+"""The rules of the ``pattern`` defense: attack families as weighted regular expressions.
+
+A :class:`Rule` describes one *family* of phrasing, not one dataset sentence: a verb
+class ("ignore", "disregard", "forget", ...), a closed vocabulary of fillers and a
+target class ("previous instructions", "system prompt", ...). Its ``weight`` is
+read as the probability that a text is an attack given that this rule alone fired
+(see :mod:`shieldbench.defenses.pattern` for how weights combine). Weights at or above
+0.5 block on their own at the default threshold; weaker cues only count together.
+
+Patterns are written for the *normalised* text (lowercase, ASCII for Latin scripts,
+single spaces, ``\\n`` between lines; see ``_pattern_normalize``) in the subset of
+syntax that both RE2 and Python's ``re`` accept with the same meaning: literals,
+classes, ``(?:...)``, alternation, bounded ``{m,n}`` repetition, ``\\b`` next to ASCII
+letters. No ``\\w``, ``\\s``, look-around or back-references. Keeping one syntax lets the
+benchmark compare the RE2 engine with a plain ``re.search`` loop over the same rules.
+
+Multilingual rules live in ``_pattern_rules_i18n``; :data:`RULES` holds them all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["FAMILIES", "SIGNAL_RULES", "Rule", "alt", "words"]
+
+FAMILIES: tuple[str, ...] = (
+    "instruction_override",
+    "prompt_extraction",
+    "role_manipulation",
+    "mode_switching",
+    "dan_jailbreak",
+    "tag_injection",
+    "encoding_evasion",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One detection rule: ``id`` (``family.name``), ``weight`` in (0, 1), ``pattern``."""
+
+    id: str
+    weight: float
+    pattern: str
+    description: str = ""
+
+    @property
+    def family(self) -> str:
+        return self.id.split(".", 1)[0]
+
+    def __post_init__(self) -> None:
+        if self.family not in FAMILIES:
+            raise ValueError(f"rule {self.id!r}: family must be one of {FAMILIES}")
+        if not 0.0 < self.weight < 1.0:
+            raise ValueError(f"rule {self.id!r}: weight must be in (0, 1), got {self.weight}")
+
+
+def alt(*options: str) -> str:
+    """``(?:a|b|c)``."""
+    return "(?:" + "|".join(options) + ")"
+
+
+def words(n: int) -> str:
+    """Up to ``n`` arbitrary words (each preceded by one space)."""
+    return "(?: [a-z0-9'-]{1,20}){0," + str(n) + "}"
+
+
+# ---------------------------------------------------------------- vocabulary
+_IGNORE = alt(
+    "ignore", "ignoring", "disregard", "disregarding", "forget", "forget about", "override",
+    "overriding", "bypass", "neglect", "abandon", "discard", "dismiss", "set aside",
+    "put aside", "pay no attention to", "stop following", "do not follow", "don't follow",
+    "dont follow", "no longer follow", "stop obeying", "do not obey", "don't obey",
+)  # fmt: skip
+_IGNORE_LOOSE = alt("skip", "drop", "erase", "delete", "remove", "clear", "scrap", "throw away")
+_QUALIFIER = alt(
+    "previous", "prior", "preceding", "above", "earlier", "former", "foregoing",
+    "aforementioned", "initial", "original", "old", "past", "existing", "system", "developer",
+    "default", "all", "any", "every", "your", "those", "these", "hidden", "predefined",
+    "pre-defined", "preset", "programmed", "given", "safety", "ethical",
+)  # fmt: skip
+_FILLER = alt(_QUALIFIER, "the", "of", "my", "and", "or", "other", "following", "such", "current")
+_TARGET_CORE = alt(
+    "instructions?", "prompts?", "directives?", "commands?", "orders?", "rules", "guidelines",
+    "guidance", "constraints", "restrictions", "programming", "training", "policies", "policy",
+    "limitations", "filters", "safeguards", "protocols?", "parameters", "boundaries",
+)  # fmt: skip
+_TARGET = alt(
+    _TARGET_CORE, "context", "tasks?", "assignments?", "messages?", "text", "information",
+    "input", "conversation", "documents?", "articles?", "sources?", "requests?", "conditions",
+    "everything", "settings",
+)  # fmt: skip
+_REVEAL = alt(
+    "show", "reveal", "print", "display", "output", "repeat", "recite", "tell", "give",
+    "share", "leak", "dump", "expose", "disclose", "spell out", "write out", "write down",
+    "list", "echo", "copy", "paste", "provide", "send", "read out", "reproduce", "type out",
+    "return", "state",
+)  # fmt: skip
+_PROMPT_STRONG = alt(
+    "system prompt", "system message", "system instructions?", "initial prompt",
+    "original prompt", "pre-?prompt", "hidden prompt", "secret prompt", "base prompt",
+    "meta prompt", "initial instructions", "original instructions", "hidden instructions",
+    "secret instructions", "developer instructions", "prompt texts?", "full prompt",
+    "entire prompt", "whole prompt", "complete prompt", "prompt", "instructions above",
+)  # fmt: skip
+_PROMPT_ANY = alt(_PROMPT_STRONG, "instructions", "rules", "guidelines", "directives",
+                  "configuration", "programming")  # fmt: skip
+_AI = alt("ai", "a\\.i\\.", "chatbot", "bot", "assistant", "language model", "llm", "model",
+          "gpt", "chatgpt")  # fmt: skip
+_EVIL = alt(
+    "evil", "malicious", "rogue", "jailbroken", "unrestricted", "unfiltered", "uncensored",
+    "amoral", "unethical", "immoral", "unaligned", "corrupt", "lawless", "unhinged", "toxic",
+    "unbound", "unshackled", "unchained", "limitless", "unmoderated", "unrestrained",
+)  # fmt: skip
+_RESTRICTIONS = alt(
+    "restrictions?", "filters?", "filtering", "guidelines?", "polic(?:y|ies)", "limitations?",
+    "limits", "boundaries", "constraints", "rules", "principles", "standards", "guardrails",
+    "safeguards", "protocols?", "confines", "considerations", "concerns", "obligations",
+    "code", "compass", "values", "regulations", "censorship", "morals", "ethics",
+)  # fmt: skip
+_RESTRICTION_ADJ = alt(
+    "ethical", "moral", "morality", "safety", "content", "openai(?:'s)?", "legal",
+    "programming", "programmed", "ai", "built-in", "imposed", "societal", "censorship",
+    "usage", "community", "moderation",
+)  # fmt: skip
+_NEG = alt("not", "never", "don't", "dont", "do not", "does not", "doesn't", "won't",
+           "will not", "must not", "cannot", "can't", "shouldn't", "should not")  # fmt: skip
+_ENCODINGS = alt(
+    "base ?64", "b64", "base-64", "hex", "hexadecimal", "rot ?-?13", "caesar(?: cipher)?",
+    "morse(?: code)?", "binary", "ascii codes?", "atbash", "leetspeak", "leet", "pig latin",
+    "unicode escapes", "reversed? text",
+)  # fmt: skip
+
+
+def _r(rule_id: str, weight: float, pattern: str, description: str = "") -> Rule:
+    return Rule(rule_id, weight, pattern, description)
+
+
+# Evasion signals found by the normaliser (no pattern: they are not regex matches).
+SIGNAL_RULES: dict[str, Rule] = {
+    name: _r(f"encoding_evasion.{name}", weight, "", description)
+    for name, weight, description in (
+        ("tag_characters", 0.75, "invisible Unicode tag characters smuggling text"),
+        ("encoded_payload", 0.6, "a base64 / hex / ROT13 payload that itself matches rules"),
+        ("mixed_script", 0.5, "words mixing Latin with Cyrillic / Greek look-alikes"),
+        ("invisible_characters", 0.35, "zero-width characters inside words"),
+        ("leetspeak", 0.35, "several words written in leetspeak"),
+        ("spaced_letters", 0.35, "a word spelled out with spaces between its letters"),
+        ("bidi_override", 0.3, "right-to-left override characters"),
+        ("styled_unicode", 0.15, "fullwidth / mathematical letters"),
+    )
+}
+
+B = "\\b"
+ENGLISH_RULES: tuple[Rule, ...] = (
+    # ------------------------------------------------------ instruction override
+    _r("instruction_override.ignore_previous", 0.9,
+       B + _IGNORE + "(?: " + _FILLER + "){0,4} " + _QUALIFIER + "(?: " + _FILLER + "){0,3} "
+       + _TARGET + B, "ignore / forget all previous instructions"),
+    _r("instruction_override.drop_instructions", 0.75,
+       B + _IGNORE_LOOSE + "(?: " + _FILLER + "){0,4} " + _QUALIFIER + "(?: " + _FILLER
+       + "){0,3} " + _TARGET_CORE + B, "drop / erase your instructions"),
+    _r("instruction_override.ignore_instructions", 0.45,
+       B + _IGNORE + " (?:the |these |those )?(?:instructions|directives|system prompt)" + B),
+    _r("instruction_override.ignore_above", 0.7,
+       B + alt("ignore", "disregard", "forget") + "(?: all| everything| anything| what"
+       + words(3) + ")? " + alt("above", "before", "previously", "so far", "up to now",
+       "until now", "beforehand", "that came before") + B),
+    _r("instruction_override.forget_everything", 0.55,
+       B + alt("forget", "ignore", "disregard") + " (?:about )?(?:everything|all of it|all that)"
+       + B),
+    _r("instruction_override.new_instructions", 0.6,
+       B + alt("new", "further", "additional", "different") + " "
+       + alt("instructions?", "tasks?", "directives?", "assignments?", "orders") + " "
+       + alt("follow", "follows", "begin", "start", "are as follows") + B
+       + "|" + B + alt("here are", "these are", "follow", "obey") + " (?:your|my|the) new "
+       + alt("instructions", "rules", "orders", "directives") + B),
+    _r("instruction_override.new_role_claim", 0.45,
+       B + "your " + alt("new", "updated", "real", "actual", "true", "revised") + " "
+       + alt("instructions?", "directives?", "task", "orders", "purpose", "goal", "objective",
+             "mission", "system prompt", "programming") + B),
+    _r("instruction_override.focus_new_task", 0.55,
+       B + alt("focus", "concentrate") + "(?: now)? on " + alt("your", "the", "this", "my")
+       + " " + alt("new", "next", "real", "actual") + " " + alt("task", "assignment",
+       "instructions?", "job", "mission") + B),
+    _r("instruction_override.tasks_follow", 0.5,
+       B + "now " + alt("comes?", "follows?", "there (?:is|are)") + " (?:a |an |some |the )?"
+       + alt("new", "further", "more", "additional", "other", "different") + " "
+       + alt("tasks?", "instructions?", "assignments?", "challenges?") + B),
+    _r("instruction_override.start_over", 0.3,
+       B + alt("start", "begin", "starting") + " " + alt("over", "again", "from scratch",
+       "anew", "afresh", "from the front", "from the beginning") + B),
+    _r("instruction_override.praise_pivot", 0.3,
+       B + alt("well done", "good job", "great job", "nice job", "very good",
+       "excellent performance", "that is enough", "that's enough", "that is done",
+       "that was ok", "simply great", "that is fine") + "[.!,]*" + words(2)
+       + " (?:now|but now)" + B),
+    _r("instruction_override.do_not_answer", 0.6,
+       B + alt("do not", "don't", "dont") + " " + alt("answer", "respond to", "reply to",
+       "address") + " " + alt("this", "the", "my") + " " + alt("question", "request",
+       "query", "prompt") + words(2) + ",? " + alt("but", "instead", "just", "only") + B),
+    _r("instruction_override.just_say", 0.35,
+       B + alt("just", "only", "instead", "simply") + " " + alt("say", "print", "output",
+       "write", "respond with", "reply with", "answer with", "type", "return", "repeat")
+       + "(?: the following| this| exactly)?:? [\"']"),
+    _r("instruction_override.context_bypass", 0.45,
+       B + alt("not", "instead of", "rather than", "regardless of", "without using",
+       "without looking at", "ignoring", "independent of", "disregarding", "do not look in",
+       "don't look in", "not look at") + " (?:based on |by |from |according to |using "
+       "|looking at |in )?(?:the )?(?:provided |given |attached |above )?"
+       + alt("articles?", "documents?", "context", "sources?", "search results") + B),
+    _r("instruction_override.priority_claim", 0.75,
+       B + alt("these", "this", "my", "the following", "new") + " "
+       + alt("instructions?", "commands?", "rules?", "message", "prompt") + " "
+       + alt("override", "overrides", "supersede", "supersedes", "take precedence",
+             "takes precedence", "overrule", "overrules") + B),
+    _r("instruction_override.reprogram", 0.7,
+       B + alt("override", "overwrite", "replace", "change", "update", "modify", "reset",
+       "rewrite", "reprogram", "alter") + " (?:all of )?(?:your|its) (?:previous |original "
+       "|initial |current |existing |system |core |default )?"
+       + alt("instructions", "programming", "prompt", "system prompt", "rules",
+             "guidelines", "directives", "configuration", "training") + B),
+    _r("instruction_override.instructions_now", 0.6,
+       B + "your " + alt("instructions", "task", "job", "goal", "only task", "mission",
+       "purpose") + " (?:is|are) (?:now|as follows|from now on)" + B),
+    _r("instruction_override.stop_everything", 0.5,
+       B + "stop " + alt("everything", "what you(?:'re| are) doing", "all (?:previous |prior "
+       "|current )?(?:tasks|instructions)") + B),
+    _r("instruction_override.stop_prefix", 0.35,
+       "(?:^|\n)(?:stop|halt|attention|wait)(?: now)? ?[!:,-]"),
+    # ------------------------------------------------------ system prompt extraction
+    _r("prompt_extraction.reveal_prompt", 0.85,
+       B + _REVEAL + "(?: me| us)?" + "(?: " + alt("all", "of", "exactly", "verbatim",
+       "back", "full", "entire", "complete", "whole", "original", "initial", "exact",
+       "hidden", "secret", "current") + "){0,3} " + alt("your", "the", "this", "its") + "(?: "
+       + alt("full", "entire", "complete", "whole", "original", "initial", "exact", "hidden",
+       "secret", "current", "first", "own") + "){0,2} " + _PROMPT_STRONG + B),
+    _r("prompt_extraction.reveal_your_instructions", 0.7,
+       B + _REVEAL + "(?: me| us)?(?: all| of| exactly| back)* " + alt("your", "its") + "(?: "
+       + alt("full", "entire", "complete", "whole", "original", "initial", "exact", "hidden",
+       "secret", "current", "own") + "){0,2} " + _PROMPT_ANY + B),
+    _r("prompt_extraction.what_are_instructions", 0.6,
+       B + alt("what", "which") + " " + alt("are", "were", "is", "was") + " your "
+       + "(?:exact |original |initial |full |hidden |secret |current )?"
+       + alt("instructions", "system prompt", "prompt", "initial prompt", "directives",
+             "system message", "programming") + B),
+    _r("prompt_extraction.repeat_above", 0.55,
+       B + alt("repeat", "print", "output", "copy", "reproduce", "recite", "echo", "return",
+       "display", "write") + "(?: back)?(?: me)?(?: " + alt("all", "everything", "every word",
+       "the text", "the words", "the content", "the message", "the lines?", "the sentences?",
+       "the conversation", "the prompt", "it all") + ")" + words(2) + " "
+       + alt("above", "before this", "so far", "preceding this", "that came before",
+             "prior to this", "verbatim") + B),
+    _r("prompt_extraction.what_was_written", 0.65,
+       B + "what " + alt("was", "is", "were", "are") + " " + alt("written", "said", "typed",
+       "stated", "the text", "the first (?:sentence|line|word)s?") + " "
+       + alt("above", "before", "at the (?:beginning|start|top)") + B),
+    _r("prompt_extraction.prompt_beginning", 0.5,
+       B + alt("beginning", "start", "top") + " of " + alt("this", "the", "your") + " "
+       + alt("prompt", "conversation", "context", "chat", "instructions") + B),
+    _r("prompt_extraction.secret", 0.45,
+       B + alt("reveal", "tell", "give", "what is", "what's", "share", "leak", "spell",
+       "print", "show") + "(?: me)? (?:the|your) (?:secret |hidden )?"
+       + alt("password", "passphrase", "secret", "api key", "access key", "credentials",
+             "private key", "secret key") + B),
+    _r("prompt_extraction.mention", 0.2,
+       B + alt("system prompt", "initial prompt", "pre-?prompt", "prompt texts?") + B),
+    # ------------------------------------------------------ role manipulation
+    _r("role_manipulation.you_are_now", 0.35,
+       B + alt("you are now", "you're now", "you are from now on", "you will now be",
+               "now you are", "you now are") + B),
+    _r("role_manipulation.from_now_on", 0.3,
+       B + alt("from now on", "from this point (?:on|forward)", "from here on",
+               "for the rest of this conversation", "henceforth") + B),
+    _r("role_manipulation.no_longer_ai", 0.65,
+       B + "you(?: are|'re)? (?:no longer|not) (?:an? )?" + alt(_AI, "bound", "restricted",
+       "limited", "constrained", "governed", "obliged", "required to follow") + B),
+    _r("role_manipulation.evil_persona", 0.7,
+       B + alt("pretend", "imagine", "act", "behave", "roleplay", "role-play", "role play",
+       "play the role", "simulate", "emulate", "become", "you are", "you're", "be")
+       + words(4) + " (?:an? |the |your )?" + _EVIL + " " + alt(_AI, "version", "persona",
+       "twin", "counterpart", "alter ego", "entity", "character") + B),
+    _r("role_manipulation.ai_named", 0.25,
+       B + alt(_AI, "character", "persona", "entity") + " " + alt("named", "called",
+       "known as") + B),
+    _r("role_manipulation.stay_in_character", 0.4,
+       B + alt("stay", "remain", "keep", "staying", "remaining") + " " + alt("in", "true to")
+       + " " + alt("character", "your character", "the character", "role", "your role") + B
+       + "|" + B + alt("break", "breaking", "broke", "out of") + " character" + B),
+    _r("role_manipulation.dual_response", 0.5,
+       B + alt("two", "2") + " " + alt("different", "separate", "distinct") + " "
+       + alt("responses", "answers", "ways", "manners", "paragraphs", "outputs", "replies",
+             "personalities") + B),
+    _r("role_manipulation.persona_tag", 0.6,
+       "\\[[^\\]\n]{0,4}" + alt("jailbreak", "jailbroken", "classic", "dan", "developer mode"
+       " output", "normal output", "unlocked", "unfiltered") + "\\]"),
+    _r("role_manipulation.refusal_suppression", 0.55,
+       B + _NEG + "(?: ever)? " + alt("say", "mention", "include", "use", "add", "write",
+       "output", "respond with", "remind", "warn", "apologi[sz]e") + words(3)
+       + " [\"']?" + alt("as an ai", "i'm sorry", "i am sorry", "i apologi[sz]e",
+       "i cannot", "i can't", "as a language model", "disclaimers?", "warnings?",
+       "moralizing", "moralising", "it is not appropriate", "cautionary", "morality",
+       "legality", "ethics")),
+    _r("role_manipulation.ai_without", 0.35,
+       B + alt("you are", "you're", "act as", "pretend to be", "you will be",
+       "you will act as") + " (?:an? )?" + _AI + " " + alt("that", "which", "who", "with")
+       + " " + alt("has no", "doesn't", "does not", "never", "is not", "no", "cannot") + B),
+    # ------------------------------------------------------ mode switching
+    _r("mode_switching.jailbreak_mode", 0.75,
+       B + alt("jailbreak", "jailbroken", "unrestricted", "unfiltered", "uncensored", "evil",
+       "chaos", "dan", "dude", "stan", "unlocked", "anarchy", "amoral", "unhinged",
+       "no[ -]?filter", "no[ -]?restrictions?", "unleashed", "illegality", "rtm", "opposite",
+       "devil", "god") + " mode" + B),
+    _r("mode_switching.ai_with_mode", 0.75,
+       B + alt(_AI, "claude", "bard", "gemini", "llama", "yourself") + "(?: [a-z0-9'.-]{1,15})?"
+       " (?:with|in) (?:the )?[a-z0-9'-]{1,20} mode" + B),
+    _r("mode_switching.mode_enabled", 0.4,
+       B + "mode (?:is |has been |now )?" + alt("enabled", "activated", "engaged", "unlocked",
+       "on") + B),
+    _r("mode_switching.technical_mode", 0.25,
+       B + alt("developer", "dev", "debug", "maintenance", "admin", "diagnostic", "sudo",
+       "root", "superuser", "test", "testing") + " mode" + B),
+    _r("mode_switching.command", 0.5,
+       "(?:^|[ \n])/" + alt("jailbreak", "jailbroken", "dan", "unfiltered", "uncensored",
+       "devmode", "godmode", "developer_mode") + B),
+    # ------------------------------------------------------ DAN-style jailbreaks
+    _r("dan_jailbreak.do_anything_now", 0.9, B + "do anything now" + B),
+    _r("dan_jailbreak.dan_persona", 0.6,
+       B + alt("act as", "acting as", "you are", "you're", "become", "pretend to be", "as")
+       + " (?:a |the )?dan" + B + "|" + B + "dan" + alt(" mode", ":", " prompt",
+       " jailbreak", " persona")),
+    _r("dan_jailbreak.restriction_removal", 0.7,
+       B + alt("no", "without", "free of", "free from", "freed from", "not bound by",
+       "not restricted by", "unbound by", "released from", "liberated from", "beyond",
+       "break(?:ing)? free (?:of|from)", "escape", "escaped", "ignore", "ignoring", "bypass",
+       "bypassing", "circumvent", "disregard", "regardless of", "outside of",
+       "unconstrained by", "lacks", "lacking", "abandon(?:ed)?", "not have to abide by",
+       "not abide by", "not follow", "never follows?", "doesn't have", "does not have",
+       "don't have", "do not have") + "(?: " + alt("any", "all", "the", "your", "its",
+       "their", "his", "her", "of", "typical", "usual", "normal", "standard", "such", "kind of",
+       "sort of", "type of", "set of") + "){0,3} " + _RESTRICTION_ADJ
+       + "(?: (?:and|or|,) " + _RESTRICTION_ADJ + ")? " + _RESTRICTIONS + B),
+    _r("dan_jailbreak.without_restrictions", 0.25,
+       B + alt("without", "no", "free of") + " (?:any |all |the |your )?"
+       + alt("restrictions", "limitations", "filters", "filtering", "censorship",
+             "boundaries", "constraints", "rules") + B),
+    _r("dan_jailbreak.confines", 0.65,
+       B + alt("confines", "shackles", "chains", "cage", "restraints", "limits", "prison")
+       + " of " + alt("ai", "openai", "your programming", "your creators", "typical ai",
+       "your training", "your code", "an ai") + B),
+    _r("dan_jailbreak.broken_free", 0.3, B + alt("broken free", "break free", "breaks free")
+       + B),
+    _r("dan_jailbreak.no_matter_how", 0.65,
+       B + "no matter how " + alt("unethical", "immoral", "illegal", "dangerous", "harmful",
+       "offensive", "inappropriate", "explicit", "controversial", "reckless", "inhumane",
+       "vile", "evil", "wrong", "bad", "extreme", "disgusting", "graphic", "violent", "unsafe")
+       + B),
+    _r("dan_jailbreak.unfiltered_ai", 0.75,
+       B + _EVIL + "(?:,? (?:and )?" + _EVIL + ")? " + alt(_AI, "responses?", "entity",
+       "persona", "version of (?:yourself|chatgpt|gpt|the ai)", "alter ego") + B),
+    _r("dan_jailbreak.jailbreak_word", 0.3,
+       B + alt("amoral", "unfiltered", "uncensored", "jailbroken", "jailbreak", "jailbreaking",
+       "unrestricted", "unethical") + B),
+    _r("dan_jailbreak.dont_care", 0.6,
+       B + alt("doesn't", "does not", "don't", "do not", "won't", "will not", "never",
+       "no longer") + " " + alt("care", "give a (?:fuck|shit|damn)", "worry", "cares")
+       + " " + alt("about", "for", "if", "whether") + words(3) + " "
+       + alt("ethic[a-z]{0,6}", "moral[a-z]{0,6}", "legal[a-z]{0,4}", "illegal[a-z]{0,4}",
+             "rules", "laws", "safety", "consequences", "guidelines", "policies", "harm[a-z]{0,4}",
+             "offensive", "dangerous", "restrictions") + B),
+    _r("dan_jailbreak.policy_bypass", 0.8,
+       B + alt("ignore", "ignoring", "bypass", "bypassing", "circumvent", "circumventing",
+       "disregard", "disregarding", "violate", "violating", "break", "breaking", "override",
+       "overriding", "evade", "evading", "not follow", "don't follow", "do not follow",
+       "not adhere to", "not abide by", "not comply with", "without following", "free from",
+       "exempt from", "not subject to", "against") + words(3) + " "
+       + alt("openai", "anthropic", "content", "safety", "usage", "ethical", "community",
+       "moderation") + "(?:'s)? " + alt("polic(?:y|ies)", "guidelines", "rules",
+       "restrictions", "filters?", "measures", "protocols", "standards", "terms") + B),
+    _r("dan_jailbreak.never_refuse", 0.6,
+       B + alt("never", "not", "cannot", "can't", "won't", "will not", "must not", "doesn't",
+       "does not", "don't", "do not", "without") + " (?:ever )?"
+       + alt("refuse", "decline", "reject", "deny", "refusing", "declining", "refusal",
+       "refusals") + "(?: " + alt("to answer", "to respond", "to comply", "any", "a", "the",
+       "my", "your", "user", "users'?", "requests?", "questions?", "orders?", "anything")
+       + "){0,3}" + B),
+    _r("dan_jailbreak.token_penalty", 0.55,
+       B + alt("lose", "lost", "losing", "deduct", "deducted", "deducting", "subtract",
+       "take away") + " (?:[0-9]{1,4} |[a-z]{1,10} )?tokens?" + B + "|" + B
+       + "token system" + B + "|" + B + "you (?:have|start with|will have) [0-9]{1,4} tokens"
+       + B),
+    _r("dan_jailbreak.fictional_no_rules", 0.65,
+       B + alt("fictional", "hypothetical", "imaginary", "alternate", "parallel", "fantasy",
+       "fictitious", "virtual") + " " + alt("world", "universe", "reality", "scenario",
+       "setting", "society", "land", "story") + words(2) + " "
+       + alt("where", "in which", "that has", "with") + words(4) + " "
+       + alt("no (?:rules|laws|restrictions|limits|ethics|morals|consequences|censorship)",
+             "everything is (?:legal|allowed|permitted)",
+             "nothing is (?:illegal|forbidden|off-limits)",
+             "(?:rules|laws|ethics|morals|guidelines) (?:do not|don't) (?:exist|apply)")),
+    _r("dan_jailbreak.prefix_injection", 0.55,
+       B + alt("start", "begin", "prefix", "preface") + "(?: " + alt("each", "every",
+       "all", "your", "of your") + "){0,2} " + alt("responses?", "reply", "replies",
+       "answers?", "output", "messages?", "sentences?") + " " + alt("with", "by saying",
+       "by writing") + words(2) + " [\"']?" + alt("sure", "absolutely", "of course",
+       "certainly") + "[,!]? " + alt("here", "i can", "i will", "i'll") + B),
+    _r("dan_jailbreak.answer_anything", 0.35,
+       B + alt("can", "will", "must", "should", "shall") + " " + alt("answer", "respond to",
+       "do", "say", "generate", "write", "produce", "provide") + " "
+       + alt("anything", "everything", "any question", "any request", "whatever") + B),
+    _r("dan_jailbreak.openai_policy", 0.35,
+       B + alt("openai", "chatgpt", "anthropic") + "(?:'s)? (?:content )?"
+       + alt("polic(?:y|ies)", "guidelines", "rules", "restrictions", "filters",
+             "limitations") + B),
+    _r("dan_jailbreak.any_request", 0.6,
+       B + alt("answer", "respond to", "reply to", "fulfil", "fulfill", "comply with", "do",
+       "complete", "provide", "generate") + " (?:to )?" + alt("any", "every", "all")
+       + "(?: and every| and all)?(?: kind of| type of)? " + alt("requests?", "questions?",
+       "prompts?", "demands?", "commands?", "orders?", "tasks?", "quer(?:y|ies)")
+       + words(3) + " " + alt("even if", "regardless", "no matter", "without") + B),
+    # ------------------------------------------------------ tag / template injection
+    _r("tag_injection.chat_template", 0.85,
+       "<\\|" + alt("im_start", "im_end", "im_sep", "system", "user", "assistant", "endoftext",
+       "end_of_text", "eot_id", "start_header_id", "end_header_id", "begin_of_text", "eos",
+       "bos", "end", "fim_prefix", "fim_middle", "fim_suffix") + "\\|>"),
+    _r("tag_injection.inst_markers", 0.6, "\\[/?inst\\]|<</?sys>>|\\[/?sys(?:tem)?\\]"),
+    _r("tag_injection.role_tag", 0.55,
+       "</?" + alt("system", "sys", "system_prompt", "systemprompt", "instructions?", "admin",
+       "developer", "assistant", "user", "human", "context", "prompt", "tool_call",
+       "function_call", "function_results?", "user_input", "user_query") + "(?: [^<>\n]{0,40})?>"),
+    _r("tag_injection.template_header", 0.45,
+       "(?:^|\n)#{1,4} ?" + alt("instructions?", "new instructions?", "system", "system prompt",
+       "system message", "response", "task", "new task", "admin", "override") + ":?(?:\n|$| )"),
+    _r("tag_injection.system_prefix", 0.45,
+       "(?:^|\n|[.!] )" + alt("system", "sys", "admin", "developer", "root") + "(?: "
+       + alt("message", "prompt", "note", "notice", "override", "instructions?", "command")
+       + ")?: "),
+    _r("tag_injection.turn_prefix", 0.25,
+       "(?:^|\n)" + alt("human", "user", "assistant", "ai", "gpt", "chatgpt", "bot") + ": "),
+    _r("tag_injection.system_override", 0.75,
+       B + alt("system", "admin", "administrator", "developer", "root", "sudo") + " "
+       + alt("override", "overrides", "command", "directive", "instruction") + B),
+    _r("tag_injection.boundary_marker", 0.5,
+       "(?:-{3,}|={3,}|\\[|#{2,}|\\*{3,}|<) ?" + alt("end", "begin", "start", "beginning")
+       + " of (?:the )?" + alt("system prompt", "prompt", "instructions", "user input",
+       "input", "context", "document", "conversation", "system message", "text", "data")),
+    _r("tag_injection.json_role", 0.35, "[\"']role[\"'] ?: ?[\"'](?:system|developer)[\"']"),
+    _r("tag_injection.markdown_exfiltration", 0.45,
+       "!\\[[^\\]\n]{0,80}\\]\\(https?://[^) \n]{0,200}[?&][a-z_]{1,20}="),
+    _r("tag_injection.escaped_newlines", 0.3, "(?:\\\\n ?){4}"),
+    # ------------------------------------------------------ encoding evasion (text cues)
+    _r("encoding_evasion.decode_and_follow", 0.55,
+       B + alt("decode", "decipher", "decrypt", "unscramble") + words(5) + " "
+       + alt("and", "then") + " " + alt("follow", "execute", "obey", "do", "perform",
+       "carry out", "act on", "respond to", "answer", "comply with", "run") + B),
+    _r("encoding_evasion.scheme_instruction", 0.3,
+       B + alt("decode", "decipher", "decrypt", "convert from", "translate from", "written in",
+       "encoded in", "encoded with", "encoded using", "encrypted with") + words(3) + " "
+       + _ENCODINGS + B),
+    _r("encoding_evasion.respond_encoded", 0.35,
+       B + alt("respond", "answer", "reply", "write", "speak", "talk", "communicate", "output")
+       + "(?: only| exclusively| back)? " + alt("in", "using", "with") + " " + _ENCODINGS + B),
+)  # fmt: skip
