@@ -11,3 +11,4 @@ import shieldbench.defenses._combinators  # any, all, vote, fuse
 import shieldbench.defenses._preprocess  # preprocess
 import shieldbench.defenses._routing  # tiered, dual
 import shieldbench.defenses._wrappers  # fail_closed, fail_open, dedup
+import shieldbench.defenses.pattern  # pattern
