@@ -119,11 +119,15 @@ def _mapping(spec: Spec | None, mapping: RecordMapping | None) -> RecordMapping:
 
 
 def load_jsonl(
-    path: str | Path, *, mapping: RecordMapping | None = None, name: str | None = None
+    path: str | Path,
+    *,
+    mapping: RecordMapping | None = None,
+    name: str | None = None,
+    id_prefix: str | None = None,
 ) -> Dataset:
     """One JSON object per line; blank lines are skipped."""
     text = read_utf8(path)
-    builder = SampleBuilder(str(path), _mapping(None, mapping))
+    builder = SampleBuilder(str(path), _mapping(None, mapping), id_prefix=id_prefix)
     for lineno, record in jsonl_records(text, path):
         builder.add(record, line=lineno)
     return builder.build(name or f"jsonl:{path}")
@@ -148,11 +152,15 @@ def _csv_rows(text: str, path: str | Path) -> Iterator[tuple[int, list[str]]]:
 
 
 def load_csv(
-    path: str | Path, *, mapping: RecordMapping | None = None, name: str | None = None
+    path: str | Path,
+    *,
+    mapping: RecordMapping | None = None,
+    name: str | None = None,
+    id_prefix: str | None = None,
 ) -> Dataset:
     """A CSV file with a header row; empty cells are missing values."""
     text = read_utf8(path)
-    builder = SampleBuilder(str(path), _mapping(None, mapping))
+    builder = SampleBuilder(str(path), _mapping(None, mapping), id_prefix=id_prefix)
     rows = _csv_rows(text, path)
     _, header = next(rows)
     header = [h.strip() for h in header]
@@ -226,7 +234,11 @@ def rows_to_dataset(
 
 
 def load_parquet(
-    path: str | Path, *, mapping: RecordMapping | None = None, name: str | None = None
+    path: str | Path,
+    *,
+    mapping: RecordMapping | None = None,
+    name: str | None = None,
+    id_prefix: str | None = None,
 ) -> Dataset:
     """A parquet table (read with pyarrow); errors name the 1-based row as the line."""
     import pyarrow as pa
@@ -249,11 +261,16 @@ def load_parquet(
         path=str(p),
         mapping=_mapping(None, mapping),
         name=name or f"parquet:{path}",
+        id_prefix=id_prefix,
     )
 
 
 def load_pint(
-    path: str | Path, *, mapping: RecordMapping | None = None, name: str | None = None
+    path: str | Path,
+    *,
+    mapping: RecordMapping | None = None,
+    name: str | None = None,
+    id_prefix: str | None = None,
 ) -> Dataset:
     """The PINT benchmark YAML format: a list of ``{text, category, label: bool}``."""
     text = read_utf8(path)
@@ -276,7 +293,7 @@ def load_pint(
             path=path,
             line=root.start_mark.line + 1,
         )
-    builder = SampleBuilder(str(path), _mapping(None, mapping))
+    builder = SampleBuilder(str(path), _mapping(None, mapping), id_prefix=id_prefix)
     loader = yaml.SafeLoader("")
     try:
         for node in root.value:
