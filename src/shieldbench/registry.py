@@ -116,9 +116,17 @@ class Registry(Generic[T]):
         return decorator
 
     def add(self, info: PluginInfo) -> None:
-        """Register a plugin; a name can be registered once."""
+        """Register a plugin; a name can be registered once.
+
+        A module executed twice (``importlib.reload``, pytest's importlib import mode
+        collecting doctests) re-registers the same definition: that replaces it.
+        """
         existing = self._plugins.get(info.name)
-        if existing is not None and existing.factory is not info.factory:
+        if (
+            existing is not None
+            and existing.factory is not info.factory
+            and _definition(existing.factory) != _definition(info.factory)
+        ):
             raise SpecError(
                 f"{self.kind} {info.name!r} is already registered (by {existing.origin});"
                 " choose another name"
@@ -179,6 +187,11 @@ class Registry(Generic[T]):
             raise PluginUnavailableError(info.name, missing, info.install_hint)
         result: T = info.factory(parsed)
         return result
+
+
+def _definition(factory: object) -> tuple[object, object]:
+    """Where a factory is defined: ``(module, qualified name)``."""
+    return (getattr(factory, "__module__", None), getattr(factory, "__qualname__", factory))
 
 
 class _LazyEntryPoint:
