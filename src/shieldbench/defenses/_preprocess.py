@@ -10,7 +10,9 @@ What is stripped (choose with ``strip=a|b``; default: all three):
 
 - ``system-reminder``: complete ``<system-reminder>...</system-reminder>`` blocks
   (exact, case-sensitive tag, not nested) at the very **start or end** of the text
-  (after whitespace), where harnesses put them; consecutive blocks too.
+  (after whitespace), where harnesses put them; consecutive blocks too. Nothing is
+  stripped when the remaining content still contains a reminder tag (tags inside
+  content mean they are not neutralised upstream, so the edge blocks may be forged).
 - ``tool-envelope``: the outer tag pair of a tool-output envelope that encloses the
   **whole** text: ``<function_results>``, ``<tool_result ...>``, ``<tool_output>``,
   ``<tool_response>``, ``<function_response>`` (attributes allowed; up to 4 nested
@@ -106,6 +108,8 @@ def _strip_system_reminders(text: str) -> str:
         end, changed = opening, True
     if not changed:
         return text
+    if text.find(_OPEN, start, end) >= 0 or text.find(_CLOSE, start, end) >= 0:
+        return text  # reminder tags inside the content: the boundary blocks may be forged
     return text[start:end].strip()
 
 
