@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import sys
 
+# Command modules register their commands on import (one line each).
+import shieldbench.cli._datasets  # noqa: F401  datasets list/show/validate/overlap/sample
 from shieldbench.cli._app import app, err_console
 from shieldbench.errors import ShieldbenchError
-
-# Command modules register their commands on import (one line each).
 
 __all__ = ["app", "main"]
 
