@@ -34,7 +34,8 @@ from shieldbench.errors import SpecError
 __all__ = ["Spec", "parse_spec", "split_top_level"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
-_KWARG = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)")
+# Option names may hold dots and dashes: header.X-Api-Key=env:KEY (http: headers).
+_KWARG = re.compile(r"([A-Za-z_][A-Za-z0-9_.\-]*)\s*=(?!=)")
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 
 
