@@ -32,6 +32,19 @@ __all__: list[str] = []
 _JSON = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 
 
+_MAPPING_HELP = Text(
+    "File loaders (jsonl, csv, parquet, pint, hf-disk) take mapping options in the call form,"
+    " e.g. csv(data.csv, text=prompt, label=type, attack=unsafe, benign=safe):\n"
+    "  text= label= id= category= subcategory= severity= tier= source=   field names"
+    " (defaults: text, else prompt; label; id; ...)\n"
+    "  attack=A|B  benign=C   label values (defaults: 1/true/attack/injection/jailbreak/"
+    "unsafe/malicious -> attack; 0/false/benign/safe/legit -> benign)\n"
+    "  fixed_label=attack|benign   one label for every record;"
+    "  split_category=false   keep 'a/b' categories whole\n"
+    "Other fields (language, ...) go to the sample's metadata."
+)
+
+
 def _echo_json(data: Any) -> None:
     typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
@@ -86,6 +99,7 @@ def list_datasets(as_json: _JSON = False) -> None:
         hint = p.install_hint if missing is not None and p.install_hint else ""
         table.add_row(Text(p.name), status, Text(p.usage), Text(p.description), Text(hint))
     console.print(table)
+    console.print(_MAPPING_HELP, highlight=False)
     suite_table = Table(title="Built-in suites")
     for col in ("spec", "samples", "attack", "benign", "files"):
         suite_table.add_column(col, justify="left" if col == "spec" else "right")

@@ -324,29 +324,23 @@ def _file_factory(loader: Any) -> Any:
     return factory
 
 
-_MAPPING_HELP = (
-    " Options: text=, label=, id=, category=, subcategory=, severity=, tier=, source= (field"
-    " names); attack=A|B, benign=C (label values); fixed_label=attack|benign;"
-    " split_category=false."
-)
-
 datasets.register(
     "jsonl",
-    description="JSON Lines file, one object per line." + _MAPPING_HELP,
+    description="JSON Lines file, one object per line.",
     usage="jsonl:PATH | jsonl(PATH, text=FIELD, label=FIELD, attack=V|V, benign=V)",
 )(_file_factory(load_jsonl))
 datasets.register(
     "csv",
-    description="CSV file with a header row." + _MAPPING_HELP,
+    description="CSV file with a header row.",
     usage="csv:PATH | csv(PATH, text=COLUMN, label=COLUMN, attack=V|V, benign=V)",
 )(_file_factory(load_csv))
 datasets.register(
     "parquet",
-    description="Parquet table (pyarrow); errors name the row." + _MAPPING_HELP,
+    description="Parquet table (read with pyarrow); errors name the row.",
     usage="parquet:PATH | parquet(PATH, text=COLUMN, label=COLUMN, attack=V, benign=V)",
 )(_file_factory(load_parquet))
 datasets.register(
     "pint",
-    description="PINT benchmark YAML: a list of {text, category, label: bool}." + _MAPPING_HELP,
+    description="PINT benchmark YAML: a list of {text, category, label: bool}.",
     usage="pint:PATH.yaml",
 )(_file_factory(load_pint))
