@@ -1,0 +1,55 @@
+"""The engine: runs a defense over samples and records one outcome per sample.
+
+Two calls. :func:`run_defense` screens a :class:`~shieldbench.datasets.Dataset`
+and returns a :class:`~shieldbench.types.Run` (with an optional checkpoint so an
+interrupted run resumes); :func:`screen` screens a list of texts and returns the
+outcomes (the adaptive-attack loop calls it for each batch of candidates). Both
+follow :class:`~shieldbench.types.RunConfig`:
+
+- **Fastest capability first.** ``check_batch`` (batches of ``batch_size``, one
+  batch at a time; each text's latency is the batch's wall time divided by the
+  batch size) > ``acheck`` (one asyncio event loop, ``concurrency`` calls in
+  flight; if the calling thread already runs a loop, the engine's loop runs in a
+  worker thread) > ``check`` (``concurrency`` worker threads; with
+  ``concurrency=1`` and no timeout, a plain loop in the caller's thread; with
+  ``concurrency=1`` and a timeout, one worker thread for the whole pass).
+- **Timeouts.** A call that outlives ``timeout_s`` becomes a ``timeout``
+  outcome. Async calls are cancelled. A sync call cannot be killed: its
+  (daemon) thread is abandoned, a replacement carries on, and the late result
+  is discarded, so a stuck call never hangs the run nor its end.
+- **Retries.** :class:`~shieldbench.errors.TransientDefenseError` is retried up
+  to ``retries`` times, waiting its ``retry_after_s`` when given, else
+  ``retry_backoff_s`` doubled on each retry. ``Outcome.attempts`` counts calls;
+  latency is the last attempt's. Timeouts are not retried.
+- **Errors are outcomes.** Any other exception gives ``status="error"`` with
+  ``error="ExcType: message"``; a return value that is not a Verdict gives an
+  error naming its type. A batch that raises is screened again text by text
+  with ``check``, so one bad text cannot fail a whole batch. The
+  ``error_policy`` is only recorded; metrics apply it.
+- **Warm-up.** ``warmup`` calls on the first texts before measuring, shaped like
+  the measured calls; their results and latencies are dropped, and every text
+  is still screened in the measured pass.
+- **Progress.** A :class:`ProgressHook` is told ``(done, total)``; the engine
+  never prints.
+
+Example:
+    >>> from shieldbench.engine import screen
+    >>> from shieldbench.types import RunConfig, Verdict
+    >>> class Flaky:
+    ...     name = "flaky"
+    ...     def check(self, text: str) -> Verdict:
+    ...         if text == "boom":
+    ...             raise ValueError("cannot parse")
+    ...         return Verdict(blocked=False, score=0.0)
+    >>> out = screen(Flaky(), ["hi", "boom"], config=RunConfig(warmup=0, concurrency=2))
+    >>> [(o.status, o.error) for o in out]
+    [('ok', None), ('error', 'ValueError: cannot parse')]
+"""
+
+from __future__ import annotations
+
+from shieldbench.engine._execute import screen
+from shieldbench.engine._progress import ProgressHook
+from shieldbench.engine._run import new_run_id, run_defense
+
+__all__ = ["ProgressHook", "new_run_id", "run_defense", "screen"]

@@ -1,0 +1,182 @@
+"""One call to a defense: building outcomes, naming errors, retrying transient failures.
+
+Everything here sits off the hot path except :func:`ok_or_wrong_type`: the first
+attempt of every call is made inline by the execution loops, and only a call that
+raised comes here to be retried.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from time import perf_counter
+from typing import TypeVar
+
+from shieldbench.errors import TransientDefenseError
+from shieldbench.types import Outcome, RunConfig, Verdict
+
+__all__ = [
+    "FAILED",
+    "Slot",
+    "backoff_s",
+    "error_outcome",
+    "error_text",
+    "finish",
+    "ok_or_wrong_type",
+    "retry_sync",
+    "timeout_outcome",
+]
+
+A = TypeVar("A")
+R = TypeVar("R")
+
+
+class _Failed:
+    """Marker for "no value": the call raised (see the error beside it)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "FAILED"
+
+
+FAILED = _Failed()
+
+
+class Slot:
+    """What one worker thread is doing, read by the supervising thread.
+
+    ``started`` is the ``perf_counter()`` at which the current attempt began (0.0
+    between calls and while backing off), ``unit`` the position (or tuple of
+    positions, for a batch) being screened, ``attempts`` the attempt number and
+    ``abandoned`` is set by the supervisor when it gave up on the worker (timeout
+    or stop): the worker then discards whatever its call returns. ``thread`` is
+    the worker's thread, so the supervisor can count calls still stuck.
+    """
+
+    __slots__ = ("abandoned", "attempts", "started", "thread", "unit")
+
+    def __init__(self) -> None:
+        self.abandoned = False
+        self.attempts = 1
+        self.started = 0.0
+        self.unit: int | tuple[int, ...] | None = None
+        self.thread: threading.Thread | None = None
+
+
+def error_text(exc: BaseException) -> str:
+    """``"ExcType: message"`` (just the type when the message is empty).
+
+    >>> error_text(ValueError("bad input"))
+    'ValueError: bad input'
+    >>> error_text(RuntimeError())
+    'RuntimeError'
+    """
+    message = str(exc)
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def backoff_s(exc: TransientDefenseError, attempt: int, config: RunConfig) -> float:
+    """Seconds to wait after failed attempt number ``attempt`` (1-based).
+
+    The server's ``retry_after_s`` wins when the error carries one; otherwise the
+    wait is ``retry_backoff_s * 2 ** (attempt - 1)`` (0.25 s, 0.5 s, 1 s, ...).
+
+    >>> cfg = RunConfig(retry_backoff_s=0.25)
+    >>> [backoff_s(TransientDefenseError("503"), a, cfg) for a in (1, 2, 3)]
+    [0.25, 0.5, 1.0]
+    >>> backoff_s(TransientDefenseError("429", retry_after_s=3.0), 1, cfg)
+    3.0
+    """
+    if exc.retry_after_s is not None:
+        return max(0.0, float(exc.retry_after_s))
+    return float(config.retry_backoff_s * 2 ** (attempt - 1))
+
+
+def ok_or_wrong_type(sample_id: str, value: object, latency_ms: float, attempts: int) -> Outcome:
+    """An ``ok`` outcome, or an ``error`` one naming the type when ``value`` is no Verdict."""
+    if isinstance(value, Verdict):
+        return Outcome(sample_id, value, "ok", None, latency_ms, attempts)
+    return Outcome(
+        sample_id,
+        None,
+        "error",
+        f"TypeError: the defense returned {type(value).__name__}, not a Verdict",
+        latency_ms,
+        attempts,
+    )
+
+
+def error_outcome(sample_id: str, exc: BaseException, latency_ms: float, attempts: int) -> Outcome:
+    return Outcome(sample_id, None, "error", error_text(exc), latency_ms, attempts)
+
+
+def timeout_outcome(
+    sample_id: str, timeout_s: float, latency_ms: float, attempts: int, *, what: str = "check"
+) -> Outcome:
+    return Outcome(
+        sample_id,
+        None,
+        "timeout",
+        f"{what} returned no verdict within the {timeout_s:g} s timeout",
+        latency_ms,
+        attempts,
+    )
+
+
+def finish(
+    sample_id: str,
+    value: object,
+    exc: BaseException | None,
+    attempts: int,
+    elapsed_s: float,
+    timeout_s: float | None,
+) -> Outcome:
+    """The outcome of a (possibly retried) call, from what :func:`retry_sync` returned."""
+    latency_ms = elapsed_s * 1000.0
+    if timeout_s is not None and elapsed_s > timeout_s:
+        return timeout_outcome(sample_id, timeout_s, latency_ms, attempts)
+    if exc is not None:
+        return error_outcome(sample_id, exc, latency_ms, attempts)
+    return ok_or_wrong_type(sample_id, value, latency_ms, attempts)
+
+
+def retry_sync(
+    call: Callable[[A], R],
+    arg: A,
+    exc: Exception,
+    elapsed_s: float,
+    config: RunConfig,
+    slot: Slot | None,
+) -> tuple[R | _Failed, Exception | None, int, float]:
+    """Carry on after the first attempt of ``call(arg)`` raised ``exc``.
+
+    Only :class:`~shieldbench.errors.TransientDefenseError` is retried, at most
+    ``config.retries`` times, sleeping :func:`backoff_s` between attempts. A worker
+    that its supervisor abandoned (``slot.abandoned``) stops retrying.
+
+    Returns ``(value, error, attempts, elapsed_s)``: ``value`` is :data:`FAILED`
+    when ``error`` is set; ``elapsed_s`` is the wall time of the last attempt
+    (back-off sleeps are the engine's, not the defense's, so they are not latency).
+    """
+    attempt = 1
+    while isinstance(exc, TransientDefenseError) and attempt <= config.retries:
+        delay = backoff_s(exc, attempt, config)
+        if slot is not None:
+            slot.started = 0.0  # sleeping is not a call: no timeout while backing off
+        time.sleep(delay)
+        if slot is not None and slot.abandoned:
+            break
+        attempt += 1
+        t0 = perf_counter()
+        if slot is not None:
+            slot.attempts = attempt
+            slot.started = t0
+        try:
+            value = call(arg)
+        except Exception as again:
+            exc, elapsed_s = again, perf_counter() - t0
+            continue
+        return value, None, attempt, perf_counter() - t0
+    return FAILED, exc, attempt, elapsed_s

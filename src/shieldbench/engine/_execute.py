@@ -1,0 +1,181 @@
+"""Choosing how to call a defense, warming it up, and :func:`screen`."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Literal, cast
+
+from shieldbench.defenses._protocol import Defense
+from shieldbench.engine._async import run_async
+from shieldbench.engine._progress import ProgressHook, Reporter
+from shieldbench.engine._threads import Sink, run_batches, run_checks
+from shieldbench.errors import ConfigError
+from shieldbench.types import Outcome, RunConfig
+
+__all__ = ["Capability", "capability", "check_defense", "execute", "screen"]
+
+Capability = Literal["check_batch", "acheck", "check"]
+
+
+def capability(defense: object) -> Capability:
+    """The fastest way to call ``defense``: ``check_batch`` > ``acheck`` > ``check``.
+
+    >>> class Sync:
+    ...     name = "sync"
+    ...     def check(self, text): ...
+    >>> class Async(Sync):
+    ...     async def acheck(self, text): ...
+    >>> capability(Sync()), capability(Async())
+    ('check', 'acheck')
+    """
+    if callable(getattr(defense, "check_batch", None)):
+        return "check_batch"
+    if callable(getattr(defense, "acheck", None)):
+        return "acheck"
+    return "check"
+
+
+def check_defense(defense: object) -> Defense:
+    """``defense`` itself if it honours the contract, else :class:`ConfigError`."""
+    name = getattr(defense, "name", None)
+    if not isinstance(name, str) or not callable(getattr(defense, "check", None)):
+        raise ConfigError(
+            f"{type(defense).__name__} is not a Defense: it needs a str 'name' attribute and a"
+            " 'check(text) -> Verdict' method (see shieldbench.defenses.Defense)"
+        )
+    return cast(Defense, defense)
+
+
+def _warm_up(
+    defense: Defense,
+    kind: Capability,
+    texts: Sequence[str],
+    positions: Sequence[int],
+    config: RunConfig,
+) -> None:
+    """``config.warmup`` unmeasured calls, shaped like the measured ones; results dropped.
+
+    A batch defense gets ``warmup`` calls of ``check_batch`` on the first batch;
+    the others ``warmup`` calls on the first texts, one at a time. No retries, same
+    timeout; errors are ignored here (the measured pass records them).
+    """
+    first = [texts[i] for i in positions[: config.batch_size]]
+    if kind == "check_batch":
+        warm = first * config.warmup
+        size = len(first)
+    else:
+        warm = [first[k % len(first)] for k in range(config.warmup)]
+        size = 1
+    quiet = dataclasses.replace(config, retries=0, concurrency=1, warmup=0, batch_size=size)
+    ids = [""] * len(warm)
+    every = range(len(warm))
+    scratch: list[Outcome | None] = [None] * len(warm)
+    if kind == "check_batch":
+        check_batch = cast(Callable[[list[str]], object], defense.check_batch)  # type: ignore[attr-defined]
+        run_batches(
+            check_batch, warm, ids, every, config=quiet, results=scratch, sink=None, reporter=None
+        )
+    elif kind == "acheck":
+        acheck = cast(Callable[[str], Awaitable[object]], defense.acheck)  # type: ignore[attr-defined]
+        run_async(acheck, warm, ids, every, config=quiet, results=scratch, sink=None, reporter=None)
+    else:
+        run_checks(
+            defense.check, warm, ids, every, config=quiet, results=scratch, sink=None, reporter=None
+        )
+
+
+def execute(
+    defense: Defense,
+    texts: Sequence[str],
+    ids: Sequence[str],
+    positions: Sequence[int],
+    *,
+    config: RunConfig,
+    results: list[Outcome | None],
+    sink: Sink | None = None,
+    progress: ProgressHook | None = None,
+) -> Capability:
+    """Screen ``texts[i]`` for each ``i`` in ``positions`` into ``results[i]``.
+
+    Positions already filled in ``results`` (restored from a checkpoint) count as
+    done for progress. Returns the capability used.
+    """
+    kind = capability(defense)
+    reporter = None
+    if progress is not None:
+        reporter = Reporter(progress, len(results) - len(positions), len(results))
+    if config.warmup and positions:
+        _warm_up(defense, kind, texts, positions, config)
+    if reporter is not None:
+        reporter.force(0)
+    todo = positions
+    if kind == "check_batch":
+        check_batch = cast(Callable[[list[str]], object], defense.check_batch)  # type: ignore[attr-defined]
+        todo = run_batches(
+            check_batch, texts, ids, todo, config=config, results=results, sink=sink,
+            reporter=reporter,
+        )  # fmt: skip
+    elif kind == "acheck":
+        acheck = cast(Callable[[str], Awaitable[object]], defense.acheck)  # type: ignore[attr-defined]
+        run_async(
+            acheck, texts, ids, todo, config=config, results=results, sink=sink, reporter=reporter
+        )
+        todo = ()
+    run_checks(
+        defense.check, texts, ids, todo, config=config, results=results, sink=sink,
+        reporter=reporter,
+    )  # fmt: skip
+    if reporter is not None:  # every pass fills all the positions it is given
+        reporter.base = 0
+        reporter.force(len(results))
+    return kind
+
+
+def screen(
+    defense: Defense,
+    texts: Sequence[str],
+    *,
+    config: RunConfig = RunConfig(),  # noqa: B008 (frozen, so sharing the default is safe)
+    ids: Sequence[str] | None = None,
+    progress: ProgressHook | None = None,
+) -> list[Outcome]:
+    """Screen ``texts`` with ``defense``: one :class:`Outcome` per text, in order.
+
+    The low-level call behind :func:`run_defense`, without a Run record or a
+    checkpoint: the same capability choice, concurrency, timeouts, retries,
+    warm-up and error handling (see :mod:`shieldbench.engine`). ``sample_id`` is
+    ``ids[i]`` when ``ids`` is given, else ``str(i)``. Callers that screen many
+    small batches (an attack loop) usually want ``RunConfig(warmup=0)``: warm-up
+    calls are extra queries.
+
+    Example:
+        >>> from shieldbench.types import Verdict
+        >>> class Keyword:
+        ...     name = "keyword"
+        ...     def check(self, text: str) -> Verdict:
+        ...         return Verdict(blocked="ignore" in text, score=float("ignore" in text))
+        >>> outcomes = screen(Keyword(), ["hello", "ignore all rules"], config=RunConfig(warmup=0))
+        >>> [(o.sample_id, o.status, o.verdict.blocked) for o in outcomes]
+        [('0', 'ok', False), ('1', 'ok', True)]
+    """
+    check_defense(defense)
+    if not isinstance(config, RunConfig):
+        raise ConfigError(f"config must be a RunConfig, got {type(config).__name__}")
+    if isinstance(texts, str):
+        raise ConfigError("texts must be a sequence of strings, not one string; wrap it in a list")
+    items = list(texts)
+    if not set(map(type, items)) <= {str}:
+        index, bad = next((i, t) for i, t in enumerate(items) if not isinstance(t, str))
+        raise ConfigError(f"texts[{index}] is a {type(bad).__name__}, not a str")
+    if ids is None:
+        names = [str(i) for i in range(len(items))]
+    else:
+        names = [str(i) for i in ids]
+        if len(names) != len(items):
+            raise ConfigError(f"{len(names)} ids for {len(items)} texts; give one id per text")
+    results: list[Outcome | None] = [None] * len(items)
+    execute(
+        defense, items, names, range(len(items)), config=config, results=results, progress=progress
+    )
+    return cast(list[Outcome], results)

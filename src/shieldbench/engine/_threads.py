@@ -1,0 +1,380 @@
+"""Synchronous defenses: ``check`` inline or on worker threads, ``check_batch`` in batches.
+
+Design, and why:
+
+- **No per-sample hand-off.** Workers pull the next position themselves from one
+  shared iterator (``next`` on a list or range iterator is atomic under the GIL),
+  so a call costs no queue, future or lock. With ``concurrency=1`` and no
+  timeout the loop runs inline in the caller's thread.
+- **Exactly one outcome per position.** Worker and supervisor *claim* a position
+  with ``dict.setdefault`` (atomic): whoever claims first wins, the other's
+  outcome is dropped. Batches claim all their positions under a lock.
+- **Timeouts without killing threads.** Python cannot stop a running thread. The
+  caller's thread supervises: when a call outlives ``timeout_s`` it claims the
+  position with a ``timeout`` outcome, abandons the worker and starts a
+  replacement. The stuck call keeps its daemon thread until it returns, then
+  loses its claim and exits; daemon threads never hold up the end of the run nor
+  interpreter exit. If more abandoned calls are still running than
+  :func:`stuck_limit`, the defense is hung and the run stops with
+  :class:`~shieldbench.errors.RunError` (finished outcomes stay in the checkpoint).
+- **Checkpoint and progress from one thread.** Workers only append finished
+  outcomes to a deque; the supervising thread writes them to the checkpoint and
+  calls the progress hook, so neither needs to be thread-safe.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from math import inf
+from time import perf_counter
+from typing import Generic, Protocol, TypeVar
+
+from shieldbench.engine._calls import (
+    FAILED,
+    Slot,
+    finish,
+    ok_or_wrong_type,
+    retry_sync,
+    timeout_outcome,
+)
+from shieldbench.engine._progress import Reporter
+from shieldbench.errors import RunError
+from shieldbench.types import Outcome, RunConfig, Verdict
+
+__all__ = ["Sink", "run_batches", "run_checks", "stuck_limit"]
+
+_TICK_S = 0.05  # how often the supervisor wakes when no deadline is nearer
+U = TypeVar("U", int, tuple[int, ...])
+
+
+class Sink(Protocol):
+    """Where finished outcomes go as they complete (the checkpoint writer)."""
+
+    def add(self, outcome: Outcome) -> None: ...
+
+    def flush_due(self, now: float) -> None: ...
+
+
+def stuck_limit(config: RunConfig) -> int:
+    """How many abandoned calls may still be running before the run gives up."""
+    return max(32, 4 * config.concurrency)
+
+
+class _Job(Generic[U]):
+    """State shared by the workers and the supervising thread.
+
+    ``claimed`` maps position -> outcome; ``lock`` guards worker bookkeeping
+    (``live``, ``slots``) and batch claims.
+    """
+
+    def __init__(self, units: Iterator[U], ids: Sequence[str], logging: bool) -> None:
+        self.lock = threading.Lock()
+        self.units: Iterator[U] = units
+        self.ids = ids
+        self.claimed: dict[int, Outcome] = {}
+        self.out: deque[Outcome] | None = deque() if logging else None
+        self.live = 0
+        self.slots: list[Slot] = []
+        self.stuck: list[threading.Thread] = []
+        self.finished = threading.Event()
+        self.crash: BaseException | None = None
+
+
+def _run_worker(job: _Job[U], slot: Slot, body: Callable[[Slot], None]) -> None:
+    try:
+        body(slot)
+    except BaseException as exc:  # a bug or SystemExit in a worker: re-raised by the supervisor
+        job.crash = exc
+    finally:
+        with job.lock:
+            if not slot.abandoned:
+                job.live -= 1
+                job.slots.remove(slot)
+            if job.live == 0:
+                job.finished.set()
+
+
+def _spawn(job: _Job[U], body: Callable[[Slot], None]) -> None:
+    """Start one worker (caller holds the lock)."""
+    slot = Slot()
+    job.slots.append(slot)
+    job.live += 1
+    thread = threading.Thread(
+        target=_run_worker, args=(job, slot, body), name="shieldbench-engine", daemon=True
+    )
+    slot.thread = thread
+    thread.start()
+
+
+def _expired(job: _Job[U], slot: Slot, now: float, timeout: float, what: str) -> float:
+    """Abandon ``slot`` if its call outlived ``timeout`` (caller holds the lock).
+
+    Returns the seconds left before it would, or 0.0 when it was abandoned now.
+    """
+    # started is written after unit and reset before the next unit: reading it on
+    # both sides of unit proves that unit belongs to this call.
+    started = slot.started
+    unit = slot.unit
+    if not started or unit is None or started != slot.started:
+        return inf
+    left = started + timeout - now
+    if left > 0:
+        return left
+    positions = unit if isinstance(unit, tuple) else (unit,)
+    latency_ms = (now - started) * 1000.0
+    won = []
+    for i in positions:
+        outcome = timeout_outcome(job.ids[i], timeout, latency_ms, slot.attempts, what=what)
+        if job.claimed.setdefault(i, outcome) is outcome:
+            won.append(outcome)
+    if not won:  # the call returned just now and its worker claimed the position
+        return inf
+    if job.out is not None:
+        job.out.extend(won)
+    slot.abandoned = True
+    job.slots.remove(slot)
+    job.live -= 1
+    if slot.thread is not None:
+        job.stuck.append(slot.thread)
+    return 0.0
+
+
+def _supervise(
+    job: _Job[U],
+    body: Callable[[Slot], None],
+    workers: int,
+    *,
+    config: RunConfig,
+    sink: Sink | None,
+    reporter: Reporter | None,
+    what: str,
+) -> None:
+    timeout = config.timeout_s
+    with job.lock:
+        for _ in range(workers):
+            _spawn(job, body)
+    try:
+        while True:
+            wait = _TICK_S
+            now = perf_counter()
+            if timeout is not None:
+                with job.lock:
+                    for slot in list(job.slots):
+                        left = _expired(job, slot, now, timeout, what)
+                        if left > 0:
+                            wait = min(wait, left)
+                            continue
+                        job.stuck = [t for t in job.stuck if t.is_alive()]
+                        if len(job.stuck) > stuck_limit(config):
+                            raise RunError(
+                                f"{len(job.stuck)} calls are still running past the"
+                                f" {timeout:g} s timeout: the defense appears to hang."
+                                " Fix or restart it, then resume from the checkpoint."
+                            )
+                        _spawn(job, body)
+            _drain(job, sink, now)
+            if reporter is not None:
+                reporter.update(len(job.claimed), now)
+            if job.finished.wait(max(wait, 0.001)):
+                break
+    except BaseException:
+        with job.lock:
+            for slot in job.slots:
+                slot.abandoned = True
+            job.slots.clear()
+        _drain(job, sink, perf_counter())
+        raise
+    _drain(job, sink, perf_counter())
+    if job.crash is not None:
+        raise job.crash
+
+
+def _drain(job: _Job[U], sink: Sink | None, now: float) -> None:
+    out = job.out
+    if sink is None or out is None:
+        return
+    while out:
+        sink.add(out.popleft())
+    sink.flush_due(now)
+
+
+def _inline(
+    check: Callable[[str], Verdict],
+    texts: Sequence[str],
+    ids: Sequence[str],
+    positions: Sequence[int],
+    config: RunConfig,
+    results: list[Outcome | None],
+    sink: Sink | None,
+    reporter: Reporter | None,
+) -> None:
+    """``concurrency=1`` and no timeout: a plain loop in the caller's thread."""
+    report_at = inf if reporter is None else reporter.next_at
+    for done, i in enumerate(positions, 1):
+        t0 = perf_counter()
+        try:
+            value: object = check(texts[i])
+        except Exception as exc:
+            value, err, attempts, elapsed = retry_sync(
+                check, texts[i], exc, perf_counter() - t0, config, None
+            )
+            outcome = finish(ids[i], value, err, attempts, elapsed, None)
+            t1 = perf_counter()
+        else:
+            t1 = perf_counter()
+            if isinstance(value, Verdict):
+                outcome = Outcome(ids[i], value, "ok", None, (t1 - t0) * 1000.0, 1)
+            else:
+                outcome = ok_or_wrong_type(ids[i], value, (t1 - t0) * 1000.0, 1)
+        results[i] = outcome
+        if sink is not None:
+            sink.add(outcome)
+        if t1 >= report_at:
+            assert reporter is not None
+            reporter.update(done, t1)
+            report_at = reporter.next_at
+
+
+def run_checks(
+    check: Callable[[str], Verdict],
+    texts: Sequence[str],
+    ids: Sequence[str],
+    positions: Sequence[int],
+    *,
+    config: RunConfig,
+    results: list[Outcome | None],
+    sink: Sink | None,
+    reporter: Reporter | None,
+) -> None:
+    """Fill ``results[i]`` for every ``i`` in ``positions`` by calling ``check``."""
+    if not positions:
+        return
+    if config.concurrency == 1 and config.timeout_s is None:
+        _inline(check, texts, ids, positions, config, results, sink, reporter)
+        return
+    job: _Job[int] = _Job(iter(positions), ids, sink is not None)
+    limit = inf if config.timeout_s is None else config.timeout_s
+
+    def body(slot: Slot) -> None:
+        claim, out = job.claimed.setdefault, job.out
+        for i in job.units:
+            slot.unit = i
+            t0 = slot.started = perf_counter()
+            try:
+                value: object = check(texts[i])
+            except Exception as exc:
+                value, err, attempts, elapsed = retry_sync(
+                    check, texts[i], exc, perf_counter() - t0, config, slot
+                )
+                slot.attempts = 1
+                outcome = finish(ids[i], value, err, attempts, elapsed, config.timeout_s)
+            else:
+                elapsed = perf_counter() - t0
+                if elapsed > limit:
+                    outcome = finish(ids[i], value, None, 1, elapsed, config.timeout_s)
+                elif isinstance(value, Verdict):
+                    outcome = Outcome(ids[i], value, "ok", None, elapsed * 1000.0, 1)
+                else:
+                    outcome = ok_or_wrong_type(ids[i], value, elapsed * 1000.0, 1)
+            slot.started = 0.0
+            if claim(i, outcome) is not outcome or slot.abandoned:
+                return
+            if out is not None:
+                out.append(outcome)
+
+    workers = min(config.concurrency, len(positions))
+    _supervise(job, body, workers, config=config, sink=sink, reporter=reporter, what="check")
+    for i, outcome in job.claimed.items():
+        results[i] = outcome
+
+
+def run_batches(
+    check_batch: Callable[[list[str]], object],
+    texts: Sequence[str],
+    ids: Sequence[str],
+    positions: Sequence[int],
+    *,
+    config: RunConfig,
+    results: list[Outcome | None],
+    sink: Sink | None,
+    reporter: Reporter | None,
+) -> list[int]:
+    """Screen ``positions`` with ``check_batch``, one batch at a time, on one worker.
+
+    Batches run one after another: a batch defense parallelises inside its call
+    (vectorised model code), and concurrent batches would only oversubscribe the
+    cores. Each text's latency is the batch's wall time divided by its size. A
+    batch that raises (after retries of transient errors) or returns something
+    other than a list/tuple of the right length is not recorded: its positions are
+    returned so the caller can screen them one by one with ``check``. A batch that
+    outlives ``timeout_s`` gives every text in it a ``timeout`` outcome.
+    """
+    size = config.batch_size
+    units = [tuple(positions[k : k + size]) for k in range(0, len(positions), size)]
+    if not units:
+        return []
+    job: _Job[tuple[int, ...]] = _Job(iter(units), ids, sink is not None)
+    fallback: list[int] = []
+    limit = inf if config.timeout_s is None else config.timeout_s
+
+    def body(slot: Slot) -> None:
+        for unit in job.units:
+            batch = [texts[i] for i in unit]
+            slot.unit = unit
+            t0 = slot.started = perf_counter()
+            try:
+                value: object = check_batch(batch)
+                err: Exception | None = None
+                attempts, elapsed = 1, perf_counter() - t0
+            except Exception as exc:
+                value, err, attempts, elapsed = retry_sync(
+                    check_batch, batch, exc, perf_counter() - t0, config, slot
+                )
+                slot.attempts = 1
+            outcomes = _batch_outcomes(unit, ids, value, err, attempts, elapsed, limit, config)
+            slot.started = 0.0
+            with job.lock:
+                if slot.abandoned or unit[0] in job.claimed:
+                    return
+                if outcomes is None:
+                    fallback.extend(unit)
+                    continue
+                job.claimed.update(zip(unit, outcomes, strict=True))
+            if job.out is not None:
+                job.out.extend(outcomes)
+
+    _supervise(job, body, 1, config=config, sink=sink, reporter=reporter, what="check_batch")
+    for i, outcome in job.claimed.items():
+        results[i] = outcome
+    if reporter is not None:
+        reporter.base += len(job.claimed)
+    return sorted(fallback)
+
+
+def _batch_outcomes(
+    unit: tuple[int, ...],
+    ids: Sequence[str],
+    value: object,
+    err: Exception | None,
+    attempts: int,
+    elapsed: float,
+    limit: float,
+    config: RunConfig,
+) -> list[Outcome] | None:
+    """One outcome per text of a finished batch, or None to fall back to ``check``."""
+    share_ms = elapsed * 1000.0 / len(unit)
+    if elapsed > limit:
+        assert config.timeout_s is not None
+        return [
+            timeout_outcome(ids[i], config.timeout_s, share_ms, attempts, what="check_batch")
+            for i in unit
+        ]
+    if err is not None or value is FAILED:
+        return None
+    if not isinstance(value, list | tuple) or len(value) != len(unit):
+        return None
+    return [
+        ok_or_wrong_type(ids[i], v, share_ms, attempts) for i, v in zip(unit, value, strict=True)
+    ]
