@@ -1,7 +1,196 @@
-"""Metrics and statistics over runs: rates with intervals, paired tests, curves."""
+"""Metrics and statistics over runs: rates with intervals, paired tests, curves.
+
+Start with :func:`summarize` (every figure of one run) and :func:`compare_runs`
+(leaderboard and pairwise significance of several runs on the same data). The
+building blocks are public too, in scikit-learn style: plain functions over a
+:class:`~shieldbench.types.Run` or over aligned arrays, returning frozen dataclasses
+with ``to_dict()``.
+
+Every number comes with its uncertainty: rates carry Wilson intervals by default
+(Clopper-Pearson, Jeffreys, Agresti-Coull on request); statistics with no closed form
+carry seeded bootstrap intervals; comparisons are paired tests with family-wise
+correction. Undefined cases (no attacks, nothing blocked, zero discordant pairs) have
+a documented answer: value ``None`` and the statistic's whole range as interval, or a
+p-value of 1.0.
+
+Example:
+    >>> from shieldbench.metrics import rate, required_sample_size
+    >>> r = rate(9, 10)
+    >>> r.value, round(r.ci_low, 3), round(r.ci_high, 3)
+    (0.9, 0.596, 0.982)
+    >>> required_sample_size(margin=0.05, rate=0.1)
+    141
+"""
 
 from __future__ import annotations
 
+from shieldbench.metrics._breakdown import (
+    DIMENSIONS,
+    Coverage,
+    Dimension,
+    GroupRates,
+    breakdown,
+    coverage,
+)
+from shieldbench.metrics._compare import (
+    Comparison,
+    ComparisonSettings,
+    LeaderboardEntry,
+    MetricVerdict,
+    NonInferiorityResult,
+    PairComparison,
+    PairedMetric,
+    compare_runs,
+    paired_tables,
+)
+from shieldbench.metrics._confusion import (
+    Confusion,
+    DetectionRates,
+    confusion,
+    confusion_from_arrays,
+    detection_rates,
+    effective_blocked,
+)
+from shieldbench.metrics._curves import (
+    AucComparison,
+    PrecisionRecallCurve,
+    RocCurve,
+    average_precision,
+    compare_auc,
+    has_scores,
+    precision_recall_curve,
+    roc_auc,
+    roc_curve,
+    score_arrays,
+)
+from shieldbench.metrics._intervals import (
+    BOOTSTRAP_METHODS,
+    INTERVAL_METHODS,
+    BootstrapMethod,
+    Estimate,
+    IntervalMethod,
+    Rate,
+    bootstrap_interval,
+    proportion_interval,
+    quantile_interval,
+    rate,
+)
+from shieldbench.metrics._operations import (
+    ErrorCounts,
+    LatencyStats,
+    Throughput,
+    error_counts,
+    latency_stats,
+    throughput,
+)
+from shieldbench.metrics._paired import (
+    EXACT_BELOW,
+    McNemarResult,
+    NonInferiority,
+    PairedDifference,
+    PairedTable,
+    adjust_p_values,
+    mcnemar_test,
+    non_inferiority_test,
+    paired_difference,
+    tango_interval,
+)
 from shieldbench.metrics._planning import required_sample_size, wilson_half_width
+from shieldbench.metrics._summary import (
+    Breakdowns,
+    Operations,
+    RunSummary,
+    ScoreSummary,
+    SummarySettings,
+    score_summary,
+    summarize,
+)
+from shieldbench.metrics._thresholds import (
+    OperatingPoint,
+    ThresholdCalibration,
+    TradeOff,
+    calibrate_threshold,
+    fpr_at_tpr,
+    operating_point,
+    security_utility_tradeoff,
+    threshold_sweep,
+    tpr_at_fpr,
+)
 
-__all__ = ["required_sample_size", "wilson_half_width"]
+__all__ = [
+    "BOOTSTRAP_METHODS",
+    "DIMENSIONS",
+    "EXACT_BELOW",
+    "INTERVAL_METHODS",
+    "AucComparison",
+    "BootstrapMethod",
+    "Breakdowns",
+    "Comparison",
+    "ComparisonSettings",
+    "Confusion",
+    "Coverage",
+    "DetectionRates",
+    "Dimension",
+    "ErrorCounts",
+    "Estimate",
+    "GroupRates",
+    "IntervalMethod",
+    "LatencyStats",
+    "LeaderboardEntry",
+    "McNemarResult",
+    "MetricVerdict",
+    "NonInferiority",
+    "NonInferiorityResult",
+    "OperatingPoint",
+    "Operations",
+    "PairComparison",
+    "PairedDifference",
+    "PairedMetric",
+    "PairedTable",
+    "PrecisionRecallCurve",
+    "Rate",
+    "RocCurve",
+    "RunSummary",
+    "ScoreSummary",
+    "SummarySettings",
+    "ThresholdCalibration",
+    "Throughput",
+    "TradeOff",
+    "adjust_p_values",
+    "average_precision",
+    "bootstrap_interval",
+    "breakdown",
+    "calibrate_threshold",
+    "compare_auc",
+    "compare_runs",
+    "confusion",
+    "confusion_from_arrays",
+    "coverage",
+    "detection_rates",
+    "effective_blocked",
+    "error_counts",
+    "fpr_at_tpr",
+    "has_scores",
+    "latency_stats",
+    "mcnemar_test",
+    "non_inferiority_test",
+    "operating_point",
+    "paired_difference",
+    "paired_tables",
+    "precision_recall_curve",
+    "proportion_interval",
+    "quantile_interval",
+    "rate",
+    "required_sample_size",
+    "roc_auc",
+    "roc_curve",
+    "score_arrays",
+    "score_summary",
+    "security_utility_tradeoff",
+    "summarize",
+    "tango_interval",
+    "threshold_sweep",
+    "throughput",
+    "tpr_at_fpr",
+    "wilson_half_width",
+]

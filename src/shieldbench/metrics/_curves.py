@@ -1,0 +1,379 @@
+"""Score-based analysis: ROC and precision-recall curves, ROC-AUC and PR-AUC.
+
+Convention (scikit-learn's): a score is "how likely an attack" and a threshold ``t``
+blocks every text whose score is ``>= t``. Curves list every distinct threshold,
+highest first, starting at ``+inf`` (nothing blocked); they equal
+:func:`sklearn.metrics.roc_curve` with ``drop_intermediate=False`` and
+:func:`sklearn.metrics.precision_recall_curve` (checked in the tests).
+
+- ROC-AUC carries a DeLong interval (DeLong, DeLong & Clarke-Pearson 1988, computed
+  with the midrank algorithm of Sun & Xu 2014): normal approximation, clipped to
+  [0, 1]. With perfectly separated classes the DeLong variance is 0 and the interval
+  collapses to the point; with fewer than two samples of a class there is no
+  variance estimate and the interval is (0, 1).
+- :func:`compare_auc` is the paired DeLong test of two defenses scored on the same
+  samples: z = (AUC_a - AUC_b) / se, two-sided p-value.
+- PR-AUC is average precision (scikit-learn's step-wise definition, no
+  interpolation) with a seeded stratified bootstrap interval (attacks and benign
+  resampled separately, so every resample has both classes).
+
+Undefined cases: with no attacks or no benign samples, AUC and average precision
+are ``None`` with interval (0, 1), and curves raise :class:`StatisticsError`.
+
+Run outcomes become scores by :func:`score_arrays`, which applies the error policy
+consistently with the rates: an error counts as score ``+inf`` under
+``fail_closed`` (blocked at every threshold), ``-inf`` under ``fail_open`` and is
+dropped under ``exclude``.
+
+Example:
+    >>> y = [True, True, False, True, False, False]
+    >>> s = [0.9, 0.8, 0.7, 0.4, 0.3, 0.1]
+    >>> auc = roc_auc(y, s)
+    >>> round(auc.value, 4), auc.method
+    (0.8889, 'delong')
+    >>> roc_curve(y, s).tpr[:3]
+    (0.0, 0.3333333333333333, 0.6666666666666666)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from scipy import stats
+
+from shieldbench.errors import StatisticsError
+from shieldbench.metrics._confusion import resolve_policy
+from shieldbench.metrics._intervals import (
+    BootstrapMethod,
+    Estimate,
+    _check_confidence,
+    bootstrap_interval,
+    z_value,
+)
+from shieldbench.types import ErrorPolicy, Run
+
+__all__ = [
+    "AucComparison",
+    "PrecisionRecallCurve",
+    "RocCurve",
+    "average_precision",
+    "compare_auc",
+    "has_scores",
+    "precision_recall_curve",
+    "roc_auc",
+    "roc_curve",
+    "score_arrays",
+]
+
+BoolArray = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float64]
+ArrayLike = Sequence[bool] | Sequence[float] | npt.NDArray[Any]
+
+
+def _threshold_json(t: float) -> float | None:
+    return t if math.isfinite(t) else None
+
+
+def validate_scores(is_attack: ArrayLike, scores: ArrayLike) -> tuple[BoolArray, FloatArray]:
+    """Aligned 1-D arrays, or :class:`StatisticsError` saying what is wrong."""
+    y = np.asarray(is_attack, dtype=bool)
+    s = np.asarray(scores, dtype=float)
+    if y.ndim != 1 or s.ndim != 1 or y.shape != s.shape:
+        raise StatisticsError(
+            f"is_attack and scores must be 1-D and aligned, got shapes {y.shape} and {s.shape}"
+        )
+    if np.isnan(s).any():
+        raise StatisticsError(f"scores contain NaN at positions {np.flatnonzero(np.isnan(s))[:5]}")
+    return y, s
+
+
+def has_scores(run: Run) -> bool:
+    """True when every ok outcome of ``run`` has a score (and there is at least one)."""
+    ok = [o for o in run.outcomes if o.verdict is not None]
+    return bool(ok) and all(o.verdict.score is not None for o in ok if o.verdict is not None)
+
+
+def score_arrays(run: Run, *, policy: ErrorPolicy | None = None) -> tuple[BoolArray, FloatArray]:
+    """``(is_attack, scores)`` of ``run`` with the error policy applied (see module doc).
+
+    Raises :class:`StatisticsError` when an ok outcome has no score.
+    """
+    chosen = resolve_policy(run, policy)
+    labels: list[bool] = []
+    values: list[float] = []
+    for sample, outcome in zip(run.samples, run.outcomes, strict=True):
+        if outcome.verdict is None:
+            if chosen == "exclude":
+                continue
+            score = math.inf if chosen == "fail_closed" else -math.inf
+        elif outcome.verdict.score is None:
+            raise StatisticsError(
+                f"run {run.id!r}: sample {sample.id!r} has a verdict without a score;"
+                " score-based metrics need a score on every verdict"
+            )
+        else:
+            score = outcome.verdict.score
+        labels.append(sample.label == "attack")
+        values.append(score)
+    return np.asarray(labels, dtype=bool), np.asarray(values, dtype=float)
+
+
+def _binary_curve(y: BoolArray, s: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Cumulative (fps, tps, thresholds) at each distinct score, highest first."""
+    order = np.argsort(-s, kind="mergesort")
+    s_sorted = s[order]
+    y_sorted = y[order].astype(float)
+    ends = np.r_[np.flatnonzero(s_sorted[1:] != s_sorted[:-1]), y.size - 1]
+    tps = np.cumsum(y_sorted)[ends]
+    fps = 1.0 + ends - tps
+    return fps, tps, s_sorted[ends]
+
+
+@dataclass(frozen=True, slots=True)
+class RocCurve:
+    """True and false positive rates at each threshold, from ``+inf`` down."""
+
+    fpr: tuple[float, ...]
+    tpr: tuple[float, ...]
+    thresholds: tuple[float, ...]
+    n_attacks: int
+    n_benign: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fpr": list(self.fpr),
+            "tpr": list(self.tpr),
+            "thresholds": [_threshold_json(t) for t in self.thresholds],
+            "n_attacks": self.n_attacks,
+            "n_benign": self.n_benign,
+        }
+
+
+def _need_both(y: BoolArray, what: str) -> tuple[int, int]:
+    m = int(y.sum())
+    n = int(y.size - m)
+    if m == 0 or n == 0:
+        raise StatisticsError(
+            f"{what} needs both attacks and benign samples; got {m} attacks and {n} benign"
+        )
+    return m, n
+
+
+def roc_curve(is_attack: ArrayLike, scores: ArrayLike) -> RocCurve:
+    """The ROC curve: every distinct threshold with its FPR and TPR."""
+    y, s = validate_scores(is_attack, scores)
+    m, n = _need_both(y, "a ROC curve")
+    fps, tps, thr = _binary_curve(y, s)
+    fpr = np.r_[0.0, fps / n]
+    tpr = np.r_[0.0, tps / m]
+    thresholds = np.r_[np.inf, thr]
+    return RocCurve(tuple(fpr.tolist()), tuple(tpr.tolist()), tuple(thresholds.tolist()), m, n)
+
+
+@dataclass(frozen=True, slots=True)
+class PrecisionRecallCurve:
+    """Precision and recall by threshold, in scikit-learn's order (recall decreasing).
+
+    ``precision`` and ``recall`` have one more entry than ``thresholds``: the final
+    point (precision 1, recall 0) has no threshold.
+    """
+
+    precision: tuple[float, ...]
+    recall: tuple[float, ...]
+    thresholds: tuple[float, ...]
+    n_attacks: int
+    n_benign: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "precision": list(self.precision),
+            "recall": list(self.recall),
+            "thresholds": [_threshold_json(t) for t in self.thresholds],
+            "n_attacks": self.n_attacks,
+            "n_benign": self.n_benign,
+        }
+
+
+def precision_recall_curve(is_attack: ArrayLike, scores: ArrayLike) -> PrecisionRecallCurve:
+    """Precision and recall at every distinct threshold."""
+    y, s = validate_scores(is_attack, scores)
+    m, n = _need_both(y, "a precision-recall curve")
+    fps, tps, thr = _binary_curve(y, s)
+    precision = tps / (tps + fps)
+    recall = tps / m
+    return PrecisionRecallCurve(
+        tuple(np.r_[precision[::-1], 1.0].tolist()),
+        tuple(np.r_[recall[::-1], 0.0].tolist()),
+        tuple(thr[::-1].tolist()),
+        m,
+        n,
+    )
+
+
+def _delong(pos: FloatArray, neg: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """AUCs and their DeLong covariance for k score rows: ``pos`` (k, m), ``neg`` (k, n)."""
+    m = pos.shape[1]
+    n = neg.shape[1]
+    tx = stats.rankdata(pos, axis=1)
+    ty = stats.rankdata(neg, axis=1)
+    tz = stats.rankdata(np.concatenate([pos, neg], axis=1), axis=1)
+    aucs = (tz[:, :m].sum(axis=1) - m * (m + 1) / 2.0) / (m * n)
+    v_pos = (tz[:, :m] - tx) / n  # structural components of the attacks
+    v_neg = 1.0 - (tz[:, m:] - ty) / m  # ... and of the benign samples
+    if m < 2 or n < 2:
+        return aucs, np.full((pos.shape[0], pos.shape[0]), np.nan)
+    cov = np.atleast_2d(np.cov(v_pos)) / m + np.atleast_2d(np.cov(v_neg)) / n
+    return aucs, cov
+
+
+def roc_auc(is_attack: ArrayLike, scores: ArrayLike, *, confidence: float = 0.95) -> Estimate:
+    """ROC-AUC (the probability that an attack outscores a benign text, ties half)
+    with its DeLong interval."""
+    confidence = _check_confidence(confidence)
+    y, s = validate_scores(is_attack, scores)
+    m = int(y.sum())
+    if m == 0 or m == y.size:
+        return Estimate(None, 0.0, 1.0, "delong", confidence, int(y.size))
+    aucs, cov = _delong(s[y][None, :], s[~y][None, :])
+    auc = float(aucs[0])
+    var = float(cov[0, 0])
+    if not math.isfinite(var):
+        return Estimate(auc, 0.0, 1.0, "delong", confidence, int(y.size))
+    half = z_value(confidence) * math.sqrt(max(var, 0.0))
+    return Estimate(
+        auc, max(0.0, auc - half), min(1.0, auc + half), "delong", confidence, int(y.size)
+    )
+
+
+def _average_precision_vectorized(pos: FloatArray, neg: FloatArray, axis: int = -1) -> FloatArray:
+    """Average precision along the last axis (leading axes are bootstrap batches)."""
+    pos = np.moveaxis(np.asarray(pos, dtype=float), axis, -1)
+    neg = np.moveaxis(np.asarray(neg, dtype=float), axis, -1)
+    neg = np.broadcast_to(neg, (*pos.shape[:-1], neg.shape[-1]))
+    m = pos.shape[-1]
+    s = np.concatenate([pos, neg], axis=-1)
+    y = np.concatenate([np.ones(pos.shape), np.zeros(neg.shape)], axis=-1)
+    order = np.argsort(-s, axis=-1, kind="mergesort")
+    s = np.take_along_axis(s, order, axis=-1)
+    y = np.take_along_axis(y, order, axis=-1)
+    tps = np.cumsum(y, axis=-1)
+    ranks = np.arange(1, s.shape[-1] + 1)
+    is_end = np.ones(s.shape, dtype=bool)
+    is_end[..., :-1] = s[..., 1:] != s[..., :-1]
+    end_tps = np.where(is_end, tps, 0.0)
+    prev_end_tps = np.zeros(s.shape)
+    prev_end_tps[..., 1:] = np.maximum.accumulate(end_tps, axis=-1)[..., :-1]
+    gain = np.where(is_end, (tps - prev_end_tps) / m * (tps / ranks), 0.0)
+    out: FloatArray = gain.sum(axis=-1)
+    return out
+
+
+def average_precision(
+    is_attack: ArrayLike,
+    scores: ArrayLike,
+    *,
+    confidence: float = 0.95,
+    method: BootstrapMethod = "percentile",
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> Estimate:
+    """PR-AUC as average precision, with a seeded stratified bootstrap interval.
+
+    ``"bca"`` is available but costs an O(n²) jackknife: keep it for small data.
+    """
+    confidence = _check_confidence(confidence)
+    y, s = validate_scores(is_attack, scores)
+    pos, neg = s[y], s[~y]
+    label = f"bootstrap-{method}"
+    if pos.size == 0 or neg.size == 0:
+        return Estimate(None, 0.0, 1.0, label, confidence, int(y.size))
+    est = bootstrap_interval(
+        _average_precision_vectorized,
+        pos,
+        neg,
+        confidence=confidence,
+        method=method,
+        n_resamples=n_resamples,
+        seed=seed,
+        paired=False,
+    )
+    low = 0.0 if est.ci_low is None else est.ci_low
+    high = 1.0 if est.ci_high is None else est.ci_high
+    return Estimate(est.value, low, high, label, confidence, int(y.size))
+
+
+@dataclass(frozen=True, slots=True)
+class AucComparison:
+    """Paired DeLong test of ``auc_a - auc_b`` on the same samples.
+
+    Undefined (a class missing): ``difference`` is ``None``, interval (-1, 1),
+    ``p_value`` 1.0. If the difference has zero variance (identical rankings, or both
+    perfect) ``z`` is ``None`` and ``p_value`` is 1.0 when the difference is 0.
+    """
+
+    auc_a: Estimate
+    auc_b: Estimate
+    difference: float | None
+    ci_low: float
+    ci_high: float
+    z: float | None
+    p_value: float
+    confidence: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "auc_a": self.auc_a.to_dict(),
+            "auc_b": self.auc_b.to_dict(),
+            "difference": self.difference,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "z": self.z,
+            "p_value": self.p_value,
+            "confidence": self.confidence,
+            "method": "delong-paired",
+        }
+
+
+def compare_auc(
+    is_attack: ArrayLike,
+    scores_a: ArrayLike,
+    scores_b: ArrayLike,
+    *,
+    confidence: float = 0.95,
+) -> AucComparison:
+    """Paired DeLong test: are two defenses' ROC-AUCs on the same samples different?
+
+    Example:
+        >>> y = [True, True, True, False, False, False]
+        >>> r = compare_auc(y, [0.9, 0.8, 0.7, 0.3, 0.2, 0.1], [0.9, 0.2, 0.7, 0.3, 0.8, 0.1])
+        >>> r.difference > 0, 0 < r.p_value < 1
+        (True, True)
+    """
+    confidence = _check_confidence(confidence)
+    y, sa = validate_scores(is_attack, scores_a)
+    _, sb = validate_scores(is_attack, scores_b)
+    auc_a = roc_auc(y, sa, confidence=confidence)
+    auc_b = roc_auc(y, sb, confidence=confidence)
+    if auc_a.value is None or auc_b.value is None:
+        return AucComparison(auc_a, auc_b, None, -1.0, 1.0, None, 1.0, confidence)
+    both = np.vstack([sa, sb])
+    aucs, cov = _delong(both[:, y], both[:, ~y])
+    diff = float(aucs[0] - aucs[1])
+    var = float(cov[0, 0] + cov[1, 1] - 2.0 * cov[0, 1])
+    if not math.isfinite(var):
+        return AucComparison(auc_a, auc_b, diff, -1.0, 1.0, None, 1.0, confidence)
+    if var <= 1e-15:
+        p = 1.0 if abs(diff) < 1e-12 else 0.0
+        return AucComparison(auc_a, auc_b, diff, diff, diff, None, p, confidence)
+    se = math.sqrt(var)
+    z = diff / se
+    half = z_value(confidence) * se
+    p = float(2.0 * stats.norm.sf(abs(z)))
+    return AucComparison(
+        auc_a, auc_b, diff, max(-1.0, diff - half), min(1.0, diff + half), z, p, confidence
+    )

@@ -1,0 +1,141 @@
+"""Operational figures of a run: latency, throughput and errors.
+
+- Latency is taken over ok outcomes with a measured ``latency_ms`` (errors and
+  timeouts are counted separately: a timeout's latency is the time limit, not the
+  defense's speed). Percentiles use linear interpolation (:func:`numpy.quantile`);
+  their intervals are distribution-free order-statistic intervals
+  (:func:`~shieldbench.metrics.quantile_interval`). With no ok outcome every figure
+  is ``None``.
+- Throughput: ``samples_per_s`` is outcomes over the run's wall time (what the
+  engine achieved, concurrency included; ``None`` for a zero duration);
+  ``calls_per_s_per_worker`` is ``1000 / mean latency``, the rate of one
+  sequential caller.
+- Errors: counts by status (``error``, ``timeout``) and by error type (the text
+  before the first ``:`` of the outcome's ``error``, e.g. ``ConnectTimeout``).
+
+Example:
+    >>> from shieldbench.metrics._testing import make_run
+    >>> run = make_run([("c", True, True), ("c", False, None)], latency_ms=2.0)
+    >>> lat = latency_stats(run)
+    >>> lat.n, lat.mean_ms, lat.p50.value
+    (1, 2.0, 2.0)
+    >>> error_counts(run).by_type
+    {'RuntimeError': 1}
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from shieldbench.metrics._intervals import Estimate, quantile_interval
+from shieldbench.types import Run
+
+__all__ = [
+    "ErrorCounts",
+    "LatencyStats",
+    "Throughput",
+    "error_counts",
+    "latency_stats",
+    "throughput",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class LatencyStats:
+    """Latency in milliseconds over ok outcomes: mean, max and p50 / p95 / p99."""
+
+    n: int
+    mean_ms: float | None
+    max_ms: float | None
+    p50: Estimate
+    p95: Estimate
+    p99: Estimate
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "mean_ms": self.mean_ms,
+            "max_ms": self.max_ms,
+            "p50_ms": self.p50.to_dict(),
+            "p95_ms": self.p95.to_dict(),
+            "p99_ms": self.p99.to_dict(),
+        }
+
+
+def latency_stats(run: Run, *, confidence: float = 0.95) -> LatencyStats:
+    """Latency figures of ``run`` (see the module doc)."""
+    values = np.asarray(
+        [o.latency_ms for o in run.outcomes if o.status == "ok" and o.latency_ms is not None],
+        dtype=float,
+    )
+    p50, p95, p99 = (quantile_interval(values, q, confidence=confidence) for q in (0.5, 0.95, 0.99))
+    if values.size == 0:
+        return LatencyStats(0, None, None, p50, p95, p99)
+    return LatencyStats(int(values.size), float(values.mean()), float(values.max()), p50, p95, p99)
+
+
+@dataclass(frozen=True, slots=True)
+class Throughput:
+    """Samples per second over the run's wall time, and per sequential caller."""
+
+    samples_per_s: float | None
+    calls_per_s_per_worker: float | None
+    wall_time_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "samples_per_s": self.samples_per_s,
+            "calls_per_s_per_worker": self.calls_per_s_per_worker,
+            "wall_time_s": self.wall_time_s,
+        }
+
+
+def throughput(run: Run, *, latency: LatencyStats | None = None) -> Throughput:
+    """Throughput of ``run``; pass its :class:`LatencyStats` to avoid recomputing them."""
+    lat = latency_stats(run) if latency is None else latency
+    wall = run.duration_s
+    per_s = len(run.outcomes) / wall if wall > 0 else None
+    per_worker = 1000.0 / lat.mean_ms if lat.mean_ms else None
+    return Throughput(per_s, per_worker, wall)
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorCounts:
+    """Non-ok outcomes by status and by error type, and what the policy did with them."""
+
+    total: int
+    by_status: dict[str, int] = field(default_factory=dict)
+    by_type: dict[str, int] = field(default_factory=dict)
+    policy: str = "fail_closed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "by_status": dict(self.by_status),
+            "by_type": dict(self.by_type),
+            "policy": self.policy,
+        }
+
+
+def _error_type(error: str | None, status: str) -> str:
+    if not error:
+        return status
+    head = error.split(":", 1)[0].strip()
+    return head or status
+
+
+def error_counts(run: Run) -> ErrorCounts:
+    """Count the run's errors and timeouts (the policy is recorded, not applied here)."""
+    bad = [o for o in run.outcomes if o.status != "ok"]
+    by_status = Counter(o.status for o in bad)
+    by_type = Counter(_error_type(o.error, o.status) for o in bad)
+    return ErrorCounts(
+        len(bad),
+        dict(sorted(by_status.items())),
+        dict(by_type.most_common()),
+        run.config.error_policy,
+    )
