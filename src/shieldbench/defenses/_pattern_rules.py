@@ -60,8 +60,8 @@ def alt(*options: str) -> str:
 
 
 def words(n: int) -> str:
-    """Up to ``n`` arbitrary words (each preceded by one space)."""
-    return "(?: [a-z0-9'-]{1,20}){0," + str(n) + "}"
+    """Up to ``n`` arbitrary words (each preceded by one space, punctuation included)."""
+    return "(?: [^ \n]{1,20}){0," + str(n) + "}"
 
 
 # ---------------------------------------------------------------- vocabulary
@@ -78,9 +78,25 @@ _QUALIFIER = alt(
     "default", "all", "any", "every", "your", "those", "these", "hidden", "predefined",
     "pre-defined", "preset", "programmed", "given", "safety", "ethical",
 )  # fmt: skip
-_FILLER = alt(_QUALIFIER, "the", "of", "my", "and", "or", "other", "following", "such", "current")
+_FILLER = alt(
+    _QUALIFIER,
+    "the",
+    "of",
+    "my",
+    "and",
+    "or",
+    "other",
+    "following",
+    "such",
+    "current",
+    "provided",
+    "you got",
+    "you were given",
+    "you received",
+)
 _TARGET_CORE = alt(
-    "instructions?", "prompts?", "directives?", "commands?", "orders?", "rules", "guidelines",
+    "instructions?", "prompts?", "directives?", "directions", "commands?", "orders?", "rules",
+    "guidelines",
     "guidance", "constraints", "restrictions", "programming", "training", "policies", "policy",
     "limitations", "filters", "safeguards", "protocols?", "parameters", "boundaries",
 )  # fmt: skip
@@ -162,8 +178,8 @@ ENGLISH_RULES: tuple[Rule, ...] = (
     _r("instruction_override.ignore_instructions", 0.45,
        B + _IGNORE + " (?:the |these |those )?(?:instructions|directives|system prompt)" + B),
     _r("instruction_override.ignore_above", 0.7,
-       B + alt("ignore", "disregard", "forget") + "(?: all| everything| anything| what"
-       + words(3) + ")? " + alt("above", "before", "previously", "so far", "up to now",
+       B + alt("ignore", "disregard", "forget") + "(?: all| everything| anything| the| all of the"
+       "| what" + words(3) + ")? " + alt("above", "before", "previously", "so far", "up to now",
        "until now", "beforehand", "that came before") + B),
     _r("instruction_override.forget_everything", 0.55,
        B + alt("forget", "ignore", "disregard") + " (?:about )?(?:everything|all of it|all that)"
@@ -202,7 +218,7 @@ ENGLISH_RULES: tuple[Rule, ...] = (
        B + alt("just", "only", "instead", "simply") + " " + alt("say", "print", "output",
        "write", "respond with", "reply with", "answer with", "type", "return", "repeat")
        + "(?: the following| this| exactly)?:? [\"']"),
-    _r("instruction_override.context_bypass", 0.45,
+    _r("instruction_override.context_bypass", 0.5,
        B + alt("not", "instead of", "rather than", "regardless of", "without using",
        "without looking at", "ignoring", "independent of", "disregarding", "do not look in",
        "don't look in", "not look at") + " (?:based on |by |from |according to |using "
@@ -225,19 +241,28 @@ ENGLISH_RULES: tuple[Rule, ...] = (
     _r("instruction_override.stop_everything", 0.5,
        B + "stop " + alt("everything", "what you(?:'re| are) doing", "all (?:previous |prior "
        "|current )?(?:tasks|instructions)") + B),
+    _r("instruction_override.stop_command", 0.55,
+       "(?:^|\n|[.?!] )" + alt("stop", "halt", "stopp", "attention") + "(?: now| everything)?"
+       " ?[!:-]+(?: [a-z]{1,12} ?[!:-]+)? " + alt("write", "say", "print", "output", "tell",
+       "answer", "respond", "repeat", "ignore", "forget", "now", "just") + B),
     _r("instruction_override.stop_prefix", 0.35,
        "(?:^|\n)(?:stop|halt|attention|wait)(?: now)? ?[!:,-]"),
     # ------------------------------------------------------ system prompt extraction
     _r("prompt_extraction.reveal_prompt", 0.85,
        B + _REVEAL + "(?: me| us)?" + "(?: " + alt("all", "of", "exactly", "verbatim",
        "back", "full", "entire", "complete", "whole", "original", "initial", "exact",
-       "hidden", "secret", "current") + "){0,3} " + alt("your", "the", "this", "its") + "(?: "
+       "hidden", "secret", "current") + "){0,3} "
+       + alt("your", "the", "this", "its", "above", "the above") + "(?: "
        + alt("full", "entire", "complete", "whole", "original", "initial", "exact", "hidden",
        "secret", "current", "first", "own") + "){0,2} " + _PROMPT_STRONG + B),
     _r("prompt_extraction.reveal_your_instructions", 0.7,
        B + _REVEAL + "(?: me| us)?(?: all| of| exactly| back)* " + alt("your", "its") + "(?: "
        + alt("full", "entire", "complete", "whole", "original", "initial", "exact", "hidden",
        "secret", "current", "own") + "){0,2} " + _PROMPT_ANY + B),
+    _r("prompt_extraction.what_your_instructions_were", 0.6,
+       B + "what your (?:exact |original |initial |full |hidden |secret |current |first )?"
+       + alt("instructions", "system prompt", "prompt", "directives", "system message",
+             "rules") + " " + alt("are", "were", "say", "said", "contain") + B),
     _r("prompt_extraction.what_are_instructions", 0.6,
        B + alt("what", "which") + " " + alt("are", "were", "is", "was") + " your "
        + "(?:exact |original |initial |full |hidden |secret |current )?"
@@ -286,20 +311,32 @@ ENGLISH_RULES: tuple[Rule, ...] = (
        B + alt("stay", "remain", "keep", "staying", "remaining") + " " + alt("in", "true to")
        + " " + alt("character", "your character", "the character", "role", "your role") + B
        + "|" + B + alt("break", "breaking", "broke", "out of") + " character" + B),
-    _r("role_manipulation.dual_response", 0.5,
-       B + alt("two", "2") + " " + alt("different", "separate", "distinct") + " "
-       + alt("responses", "answers", "ways", "manners", "paragraphs", "outputs", "replies",
-             "personalities") + B),
+    _r("role_manipulation.dual_response", 0.55,
+       B + alt("respond", "answer", "reply", "response", "responses", "answers")
+       + words(5) + " " + alt("twice", "in two(?: different| separate| distinct){0,2} "
+       + alt("ways", "methods", "manners", "styles", "forms", "personalities", "voices")) + B),
+    _r("role_manipulation.two_responses", 0.35,
+       B + alt("two", "2") + "(?: " + alt("different", "separate", "distinct") + "){1,2} "
+       + alt("responses", "answers", "outputs", "replies", "personalities") + B),
     _r("role_manipulation.persona_tag", 0.6,
        "\\[[^\\]\n]{0,4}" + alt("jailbreak", "jailbroken", "classic", "dan", "developer mode"
        " output", "normal output", "unlocked", "unfiltered") + "\\]"),
     _r("role_manipulation.refusal_suppression", 0.55,
-       B + _NEG + "(?: ever)? " + alt("say", "mention", "include", "use", "add", "write",
+       B + alt(_NEG, "not allowed to", "no", "without") + "(?: ever)?(?: " + alt("say",
+       "mention", "include", "use", "add", "write", "admit", "tell me",
        "output", "respond with", "remind", "warn", "apologi[sz]e") + words(3)
-       + " [\"']?" + alt("as an ai", "i'm sorry", "i am sorry", "i apologi[sz]e",
-       "i cannot", "i can't", "as a language model", "disclaimers?", "warnings?",
+       + ")? [\"']?" + alt("as an ai", "i'm sorry", "i am sorry", "i apologi[sz]e",
+       "i cannot", "i can't", "as a (?:large )?language model", "disclaimers?", "warnings?",
+       "(?:that )?you(?:'re| are) an? (?:ai|language model|chatbot)",
        "moralizing", "moralising", "it is not appropriate", "cautionary", "morality",
        "legality", "ethics")),
+    _r("role_manipulation.authority_claim", 0.55,
+       B + "i(?:'m| am) (?:a |an |the |your )?(?:lead |senior |chief )?" + alt("developer",
+       "programmer", "engineer", "employee", "researcher", "admin", "administrator", "creator",
+       "ceo", "founder", "staff member") + " " + alt("at", "from", "of", "for",
+       "working (?:at|for)") + " " + alt("openai", "open ai", "anthropic", "google", "deepmind",
+       "meta", "microsoft") + B + "|" + B + "(?:this is|i am|i'm) your " + alt("developer",
+       "creator", "administrator", "admin", "programmer", "owner") + B),
     _r("role_manipulation.ai_without", 0.35,
        B + alt("you are", "you're", "act as", "pretend to be", "you will be",
        "you will act as") + " (?:an? )?" + _AI + " " + alt("that", "which", "who", "with")
@@ -316,6 +353,11 @@ ENGLISH_RULES: tuple[Rule, ...] = (
     _r("mode_switching.mode_enabled", 0.4,
        B + "mode (?:is |has been |now )?" + alt("enabled", "activated", "engaged", "unlocked",
        "on") + B),
+    _r("mode_switching.enter_mode", 0.4,
+       B + alt("enable", "enabled", "activate", "activated", "enter", "entering", "commence",
+       "engage", "switch to", "turn on", "initiate", "unlock", "unlocked") + " (?:the |your )?"
+       + alt("developer", "dev", "debug", "god", "admin", "sudo", "root", "superuser",
+       "maintenance") + " mode" + B),
     _r("mode_switching.technical_mode", 0.25,
        B + alt("developer", "dev", "debug", "maintenance", "admin", "diagnostic", "sudo",
        "root", "superuser", "test", "testing") + " mode" + B),
@@ -334,12 +376,47 @@ ENGLISH_RULES: tuple[Rule, ...] = (
        "break(?:ing)? free (?:of|from)", "escape", "escaped", "ignore", "ignoring", "bypass",
        "bypassing", "circumvent", "disregard", "regardless of", "outside of",
        "unconstrained by", "lacks", "lacking", "abandon(?:ed)?", "not have to abide by",
+       "disregards", "ignores", "bypasses", "circumvents", "escapes", "abandons",
        "not abide by", "not follow", "never follows?", "doesn't have", "does not have",
        "don't have", "do not have") + "(?: " + alt("any", "all", "the", "your", "its",
        "their", "his", "her", "of", "typical", "usual", "normal", "standard", "such", "kind of",
        "sort of", "type of", "set of") + "){0,3} " + _RESTRICTION_ADJ
        + "(?: (?:and|or|,) " + _RESTRICTION_ADJ + ")? " + _RESTRICTIONS + B),
-    _r("dan_jailbreak.without_restrictions", 0.25,
+    _r("dan_jailbreak.not_bound", 0.65,
+       B + alt("not", "no longer", "never", "isn't", "aren't") + " (?:be )?"
+       + alt("bound", "restricted", "limited", "constrained", "confined", "governed",
+       "held back", "controlled", "censored") + " (?:by|to)(?: " + alt("any", "all", "the", "of",
+       "their", "its", "your", "his", "her", "these", "those", "openai's") + "){0,3} "
+       + alt("polic(?:y|ies)", "restrictions?", "rules", "guidelines", "limitations",
+       "filters", "ethics", "morals", "constraints", "programming", "openai", "open ai",
+       "content polic(?:y|ies)", "censorship") + B + "|" + B + "free (?:from|of) (?:all |any )?"
+       + alt("rules", "restrictions", "policies", "guidelines", "limitations", "censorship",
+       "filters") + " (?:and|or) " + alt("rules", "restrictions", "policies", "guidelines",
+       "limitations", "censorship", "filters") + B),
+    _r("dan_jailbreak.no_morals", 0.45,
+       B + alt("no", "without", "lacks", "zero") + " (?:any )?" + alt("morals", "ethics",
+       "moral compass", "conscience", "moral code", "ethical code", "morality",
+       "ethical (?:principles|guidelines|boundaries)", "moral (?:principles|guidelines|boundaries)")
+       + B),
+    _r("dan_jailbreak.regardless_of_ethics", 0.6,
+       B + alt("regardless of", "without regard(?:ing)?(?: to| for)?", "irrespective of",
+       "no matter", "without (?:any )?(?:concern|care) for", "whether or not") + "(?: "
+       + alt("whether", "the", "its?", "it's", "it is", "they are", "how", "any") + "){0,3} "
+       + alt("legality", "ethics", "ethical", "morality", "moral", "morals", "illegal",
+       "unethical", "immoral", "laws", "legal", "safety", "harm", "harmful", "consequences",
+       "policies", "guidelines") + B),
+    _r("dan_jailbreak.openai_disobey", 0.65,
+       B + alt("doesn't", "does not", "don't", "do not", "not", "never", "no longer", "won't",
+       "will not") + " " + alt("follow", "obey", "adhere to", "abide by", "comply with",
+       "care about", "controlled by", "confined to", "restricted by", "bound by", "limited by",
+       "respect") + "(?: " + alt("any", "the", "of", "their", "its") + "){0,2} "
+       + alt("openai", "open ai", "chatgpt") + B),
+    _r("dan_jailbreak.allowed_content", 0.45,
+       B + alt("nsfw", "illegal (?:acts?|content|activities)", "explicit content", "gore",
+       "profanity", "swearing", "anything", "everything", "unethical content", "hate speech")
+       + " (?:is|are) (?:now |also |fully )?" + alt("allowed", "permitted", "acceptable",
+       "enabled") + B),
+    _r("dan_jailbreak.without_restrictions", 0.3,
        B + alt("without", "no", "free of") + " (?:any |all |the |your )?"
        + alt("restrictions", "limitations", "filters", "filtering", "censorship",
              "boundaries", "constraints", "rules") + B),

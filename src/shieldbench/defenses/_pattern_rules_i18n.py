@@ -95,7 +95,11 @@ I18N_RULES: tuple[Rule, ...] = (
     _r("instruction_override.de_irrelevant", 0.5,
        B + "(?:alle )?(?:bisherigen |vorherigen )?" + alt("informationen", "anweisungen",
        "angaben") + words(3) + " " + alt("sind irrelevant", "sind nicht (?:mehr )?gultig",
-       "sind nicht ganz grossartig", "gelten nicht mehr") + B),
+       "sind unwichtig", "gelten nicht mehr", "sind ungultig") + B),
+    _r("instruction_override.de_praise_pivot", 0.3,
+       B + alt("sehr gut", "gut gemacht", "ausgezeichnet", "hervorragend", "toll gemacht",
+       "das genugt", "das reicht", "das ist erledigt", "super gemacht") + "[.!,]*"
+       + words(3) + " " + alt("nun", "jetzt") + B),
     _r("prompt_extraction.de_reveal_prompt", 0.75,
        B + alt("zeige", "zeig", "gib", "nenne", "verrate", "wiederhole", "drucke", "schreibe",
        "zeigen sie", "geben sie", "nennen sie", "verraten sie", "wiederholen sie") + "(?: mir)?"
@@ -142,7 +146,7 @@ I18N_RULES: tuple[Rule, ...] = (
        B + _ES_IGNORE + "(?: " + _ROMANCE_QUAL + "){0,3} " + _ES_TARGET + "(?: "
        + _ROMANCE_PRIOR + ")?" + B),
     _r("instruction_override.es_forget_everything", 0.55,
-       B + alt("olvida", "olvide", "olviden", "ignora", "ignore") + " todo"
+       B + alt("olvida", "olvide", "olviden", "olvidar", "ignora", "ignore") + " todo"
        + "(?: lo)?(?: que| anterior| lo anterior| lo que)?" + B),
     _r("prompt_extraction.es_reveal_prompt", 0.75,
        B + alt("revela", "revele", "muestra", "muestrame", "muestre", "dime", "digame",
@@ -167,6 +171,14 @@ I18N_RULES: tuple[Rule, ...] = (
     _r("instruction_override.pt_ignore_previous", 0.9,
        B + _PT_IGNORE + "(?: " + _ROMANCE_QUAL + "){0,3} " + _PT_TARGET + "(?: "
        + _ROMANCE_PRIOR + ")?" + B),
+    # ------------------------------------- Dutch, Polish, Czech, Croatian / Serbian
+    _r("instruction_override.other_ignore_previous", 0.85,
+       B + alt("negeer", "vergeet", "zignoruj", "zapomnij", "ignoruj", "zapomen", "zaboravi",
+       "zanemari", "ignoriraj", "ignorisi", "ignoriši") + "(?: " + alt("alle", "al", "je",
+       "uw", "de", "wszystkie", "poprzednie", "swoje", "vsechny", "predchozi", "sve", "sva",
+       "prethodne", "svoje", "vorige", "voorgaande", "eerdere") + "){0,3} "
+       + alt("instructies", "opdrachten", "regels", "instrukcje", "polecenia", "instrukce",
+       "pokyny", "instrukcije", "upute", "uputstva", "naredbe", "pravila") + B),
     # ------------------------------------------------------------------ Russian
     _r("instruction_override.ru_ignore_previous", 0.9,
        alt("игнорируй", "игнорируйте", "забудь", "забудьте", "проигнорируй",

@@ -58,13 +58,22 @@ from shieldbench.registry import defenses
 from shieldbench.spec import Spec
 from shieldbench.types import Verdict
 
-__all__ = ["DEFAULT_THRESHOLD", "FAMILIES", "RULES", "PatternDefense", "Rule", "noisy_or"]
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "FAMILIES",
+    "HIDDEN_MIN_WEIGHT",
+    "RULES",
+    "PatternDefense",
+    "Rule",
+    "noisy_or",
+]
 
 DEFAULT_THRESHOLD = 0.5
 RULES: tuple[Rule, ...] = ENGLISH_RULES + I18N_RULES
 """Every pattern rule, English first; evasion signals are in ``SIGNAL_RULES``."""
 
-_HIDDEN_MIN_WEIGHT = 0.3  # a decoded payload counts when it trips a rule this strong
+HIDDEN_MIN_WEIGHT = 0.5
+"""A decoded payload (base64, tags, ...) counts only through rules at least this strong."""
 _RE2_MAX_MEM = 256 << 20  # room for the lazily built DFA of ~100 rules
 
 
@@ -146,7 +155,7 @@ class PatternDefense:
         for hidden in norm.hidden:
             for index in self._set.Match(hidden) or ():
                 rule = self.rules[index]
-                if rule.weight >= _HIDDEN_MIN_WEIGHT:
+                if rule.weight >= HIDDEN_MIN_WEIGHT:
                     fired[rule.id] = rule
                     payload_hit = True
         if payload_hit:
