@@ -9,6 +9,7 @@ import sys
 
 # Command modules register their commands on import (one line each).
 import shieldbench.cli._datasets  # noqa: F401  datasets list/show/validate/overlap/sample
+import shieldbench.cli._stats  # noqa: F401  plan, compare
 from shieldbench.cli._app import app, err_console
 from shieldbench.errors import ShieldbenchError
 
