@@ -40,7 +40,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -48,7 +48,13 @@ import numpy.typing as npt
 from shieldbench.errors import StatisticsError
 from shieldbench.metrics._confusion import effective_blocked
 from shieldbench.metrics._curves import AucComparison, compare_auc, has_scores
-from shieldbench.metrics._intervals import IntervalMethod, Rate, _check_confidence, rate
+from shieldbench.metrics._intervals import (
+    INTERVAL_METHODS,
+    IntervalMethod,
+    Rate,
+    _check_confidence,
+    rate,
+)
 from shieldbench.metrics._paired import (
     Correction,
     McNemarResult,
@@ -381,6 +387,16 @@ def compare_runs(
     """Leaderboard and pairwise significance of ``runs`` (see the module doc)."""
     if len(runs) < 2:
         raise StatisticsError(f"a comparison needs at least two runs, got {len(runs)}")
+    if correction not in ("holm", "bonferroni", "none"):
+        raise StatisticsError(f"correction must be holm, bonferroni or none, got {correction!r}")
+    if rank_by not in get_args(RankBy):
+        raise StatisticsError(
+            f"cannot rank by {rank_by!r}; choose one of {', '.join(get_args(RankBy))}"
+        )
+    if method not in INTERVAL_METHODS:
+        raise StatisticsError(
+            f"unknown interval method {method!r}; choose one of {', '.join(INTERVAL_METHODS)}"
+        )
     if not 0.0 < alpha < 0.5:
         raise StatisticsError(f"alpha must be in (0, 0.5), got {alpha!r}")
     confidence = _check_confidence(confidence)

@@ -1,0 +1,298 @@
+"""``shieldbench plan`` and ``shieldbench compare``: sample sizes and paired comparisons.
+
+Thin commands over :mod:`shieldbench.metrics`. :func:`print_comparison` renders a
+:class:`~shieldbench.metrics.Comparison` as rich tables; ``run`` with several
+defenses reuses it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from shieldbench.cli._app import app, console
+from shieldbench.errors import ConfigError, StatisticsError
+from shieldbench.metrics import (
+    Comparison,
+    Estimate,
+    PairedMetric,
+    Rate,
+    compare_runs,
+    required_sample_size,
+)
+from shieldbench.runio import load_run
+
+__all__ = ["format_estimate", "format_rate", "print_comparison"]
+
+_PLAN_RATES = (0.01, 0.05, 0.1, 0.2, 0.3, 0.5)
+_PLAN_MARGINS = (0.01, 0.02, 0.05, 0.1)
+
+
+def format_rate(r: Rate, *, n: bool = True) -> str:
+    """``91.2% [88.0–93.6] n=250``; ``–`` with the n for an undefined rate."""
+    if r.value is None:
+        return f"– n={r.n}" if n else "–"
+    text = f"{100 * r.value:.1f}% [{100 * r.ci_low:.1f}–{100 * r.ci_high:.1f}]"
+    return f"{text} n={r.n}" if n else text
+
+
+def format_estimate(e: Estimate | None, *, digits: int = 3, unit: str = "") -> str:
+    """``0.912 [0.880–0.936]``; open bounds print as ``?``; ``–`` when undefined."""
+    if e is None or e.value is None:
+        return "–"
+
+    def f(x: float | None) -> str:
+        return "?" if x is None else f"{x:.{digits}f}"
+
+    return f"{f(e.value)}{unit} [{f(e.ci_low)}–{f(e.ci_high)}]"
+
+
+def _p(p: float) -> str:
+    return "<0.0001" if p < 1e-4 else f"{p:.4f}"
+
+
+@app.command("plan")
+def plan(
+    margin: Annotated[
+        float, typer.Option(help="Wanted margin of error (CI half-width), e.g. 0.05 = ±5 points.")
+    ],
+    rate: Annotated[
+        float, typer.Option(help="Expected rate (0.5 is the worst case and the safe guess).")
+    ] = 0.5,
+    confidence: Annotated[float, typer.Option(help="Confidence level.")] = 0.95,
+    method: Annotated[
+        str, typer.Option(help="wilson (the intervals we print) or wald (textbook formula).")
+    ] = "wilson",
+    categories: Annotated[
+        int, typer.Option(min=1, help="Number of categories to plan for (prints the total).")
+    ] = 1,
+) -> None:
+    """How many samples a rate needs for a margin of error: per category, and a table
+    over other rates and margins."""
+    if method not in ("wilson", "wald"):
+        raise ConfigError(f"--method must be 'wilson' or 'wald', got {method!r}")
+    chosen: Literal["wilson", "wald"] = "wilson" if method == "wilson" else "wald"
+    n = required_sample_size(margin=margin, rate=rate, confidence=confidence, method=chosen)
+    console.print(
+        f"To measure a rate near [bold]{rate:.1%}[/] within [bold]±{100 * margin:.1f} points[/] at"
+        f" {confidence:.0%} confidence ({chosen}), each category needs [bold]{n}[/] samples."
+    )
+    if categories > 1:
+        console.print(f"{categories} categories x {n} = [bold]{categories * n}[/] samples in all.")
+    margins = sorted({*_PLAN_MARGINS, margin})
+    rates = sorted({*_PLAN_RATES, rate})
+    table = Table(title=f"Samples needed per category ({confidence:.0%} confidence, {chosen})")
+    table.add_column("expected rate", justify="right")
+    for m in margins:
+        table.add_column(f"±{m:.0%}" if m * 100 == round(m * 100) else f"±{m:.1%}", justify="right")
+    for r in rates:
+        cells = []
+        for m in margins:
+            try:
+                cells.append(
+                    str(
+                        required_sample_size(margin=m, rate=r, confidence=confidence, method=chosen)
+                    )
+                )
+            except StatisticsError:
+                cells.append("–")
+        table.add_row(f"{r:.0%}" if r * 100 == round(r * 100) else f"{r:.1%}", *cells)
+    console.print(table)
+    console.print(
+        "The margin is the half-width of the interval printed beside a rate. Rates near 0 or 1"
+        " need fewer samples; 50% is the worst case."
+    )
+
+
+def _leaderboard_table(cmp: Comparison) -> Table:
+    t = Table(title=f"Leaderboard (ranked by {cmp.settings.rank_by.replace('_', ' ')})")
+    for name, justify in (
+        ("#", "right"),
+        ("defense", "left"),
+        ("block rate", "right"),
+        ("attack success", "right"),
+        ("false positives", "right"),
+        ("bal. accuracy", "right"),
+        ("ROC-AUC", "right"),
+        ("p50 ms", "right"),
+        ("errors", "right"),
+    ):
+        t.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for e in cmp.leaderboard:
+        r = e.summary.rates
+        sc = e.summary.scores
+        t.add_row(
+            str(e.rank),
+            e.label,
+            format_rate(r.block_rate),
+            format_rate(r.attack_success_rate, n=False),
+            format_rate(r.false_positive_rate),
+            format_estimate(r.balanced_accuracy),
+            "–" if sc is None else format_estimate(sc.roc_auc),
+            format_estimate(e.summary.operations.latency.p50, digits=2),
+            str(e.summary.operations.errors.total),
+        )
+    return t
+
+
+def _metric_row(a: str, b: str, m: PairedMetric, verdict: str, p_adj: float) -> list[str]:
+    d = m.difference
+    diff = (
+        "–"
+        if d.estimate is None
+        else f"{100 * d.estimate:+.1f} [{100 * d.ci_low:+.1f}, {100 * d.ci_high:+.1f}]"
+    )
+    tb = m.table
+    return [
+        a,
+        b,
+        m.metric.replace("_", " "),
+        format_rate(m.rate_a, n=False),
+        format_rate(m.rate_b, n=False),
+        diff,
+        f"{tb.both}/{tb.only_a}/{tb.only_b}/{tb.neither}",
+        m.test.method,
+        _p(m.test.p_value),
+        _p(p_adj),
+        verdict,
+    ]
+
+
+def _pairs_table(cmp: Comparison) -> Table:
+    s = cmp.settings
+    t = Table(title=f"Pairwise (a vs b; alpha {s.alpha:g}, {s.correction} correction)")
+    for name in (
+        "a",
+        "b",
+        "metric",
+        "a",
+        "b",
+        "a - b (points) [CI]",
+        "both/only a/only b/neither",
+        "test",
+        "p",
+        "p adj.",
+        "verdict: a is ...",
+    ):
+        t.add_column(name)
+    for pair in cmp.pairs:
+        v = {x.metric: x for x in pair.verdicts}
+        for m in (pair.attacks, pair.benign):
+            t.add_row(*_metric_row(pair.a, pair.b, m, v[m.metric].verdict, v[m.metric].p_adjusted))
+        if pair.auc is not None and pair.auc.difference is not None:
+            auc = pair.auc
+            va = v["roc_auc"]
+            t.add_row(
+                pair.a,
+                pair.b,
+                "ROC-AUC",
+                format_estimate(auc.auc_a),
+                format_estimate(auc.auc_b),
+                f"{auc.difference:+.3f} [{auc.ci_low:+.3f}, {auc.ci_high:+.3f}]",
+                "",
+                "DeLong (paired)",
+                _p(auc.p_value),
+                _p(va.p_adjusted),
+                va.verdict,
+            )
+    return t
+
+
+def _ni_table(cmp: Comparison) -> Table:
+    t = Table(title=f"Non-inferiority vs baseline {cmp.runs[0]!r} (margin {cmp.settings.margin:g})")
+    for name in (
+        "candidate",
+        "metric",
+        "candidate - baseline",
+        "one-sided bound",
+        "p adj.",
+        "result",
+    ):
+        t.add_column(name)
+    for row in cmp.non_inferiority:
+        res = row.result
+        diff = "–" if res.difference is None else f"{100 * res.difference:+.1f} points"
+        t.add_row(
+            row.candidate,
+            row.metric.replace("_", " "),
+            diff,
+            f"{100 * res.bound:+.1f} ({'lower' if res.higher_is_better else 'upper'})",
+            _p(row.p_adjusted),
+            "non-inferior" if row.non_inferior else "not shown non-inferior",
+        )
+    return t
+
+
+def print_comparison(cmp: Comparison, *, out: Console | None = None) -> None:
+    """Print the leaderboard, the pairwise verdicts and the non-inferiority tests."""
+    target = console if out is None else out
+    s = cmp.settings
+    target.print(
+        f"Dataset [bold]{cmp.dataset_spec}[/] ({cmp.content_hash[:19]}…), error policy"
+        f" {s.policy}, {s.confidence:.0%} {s.method} intervals.",
+        highlight=False,
+    )
+    target.print(_leaderboard_table(cmp))
+    target.print(_pairs_table(cmp))
+    target.print(
+        "McNemar: exact binomial below 25 discordant pairs, else chi-square with continuity"
+        " correction; differences with Newcombe's paired interval; verdicts after"
+        f" {s.correction} correction.",
+        highlight=False,
+    )
+    if cmp.non_inferiority:
+        target.print(_ni_table(cmp))
+
+
+@app.command("compare")
+def compare(
+    runs: Annotated[list[Path], typer.Argument(help="Run files (JSON) written by `run`.")],
+    alpha: Annotated[float, typer.Option(help="Family-wise significance level.")] = 0.05,
+    margin: Annotated[
+        float | None,
+        typer.Option(help="Non-inferiority margin (e.g. 0.02); the first run is the baseline."),
+    ] = None,
+    correction: Annotated[str, typer.Option(help="holm, bonferroni or none.")] = "holm",
+    confidence: Annotated[float, typer.Option(help="Confidence level of intervals.")] = 0.95,
+    method: Annotated[
+        str, typer.Option(help="Interval: wilson, clopper_pearson, jeffreys, agresti_coull.")
+    ] = "wilson",
+    policy: Annotated[
+        str | None,
+        typer.Option(help="Error policy override: fail_closed, fail_open or exclude."),
+    ] = None,
+    rank_by: Annotated[
+        str,
+        typer.Option(help="balanced_accuracy, block_rate, false_positive_rate or roc_auc."),
+    ] = "balanced_accuracy",
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Also write the comparison as JSON here.")
+    ] = None,
+) -> None:
+    """Leaderboard and paired significance tests of runs on the same dataset."""
+    if len(runs) < 2:
+        raise ConfigError("compare needs at least two run files")
+    loaded = [load_run(p) for p in runs]
+    cmp = compare_runs(
+        loaded,
+        alpha=alpha,
+        correction=correction,  # type: ignore[arg-type]
+        confidence=confidence,
+        method=method,  # type: ignore[arg-type]
+        policy=policy,  # type: ignore[arg-type]
+        margin=margin,
+        rank_by=rank_by,  # type: ignore[arg-type]
+    )
+    print_comparison(cmp)
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(
+            json.dumps(cmp.to_dict(), indent=1, allow_nan=False, ensure_ascii=False) + "\n",
+            encoding="utf-8",
+        )
+        console.print(f"Comparison written to {json_out}", highlight=False)
