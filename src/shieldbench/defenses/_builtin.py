@@ -8,6 +8,8 @@ from __future__ import annotations
 
 # ruff: noqa: F401  (imported for their side effect: registering plugins)
 import shieldbench.defenses._combinators  # any, all, vote, fuse
+import shieldbench.defenses._http  # http
+import shieldbench.defenses._llm  # llm, openai
 import shieldbench.defenses._preprocess  # preprocess
 import shieldbench.defenses._routing  # tiered, dual
 import shieldbench.defenses._wrappers  # fail_closed, fail_open, dedup
