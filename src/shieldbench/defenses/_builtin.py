@@ -14,3 +14,4 @@ import shieldbench.defenses._preprocess  # preprocess
 import shieldbench.defenses._routing  # tiered, dual
 import shieldbench.defenses._wrappers  # fail_closed, fail_open, dedup
 import shieldbench.defenses.pattern  # pattern
+import shieldbench.defenses._python_spec  # python:MODULE:ATTRIBUTE
