@@ -351,8 +351,8 @@ def _http(spec: Spec) -> HTTPDefense:
         )
         return HTTPDefense(
             url,
-            method=spec.str_option("method") or "POST",
-            field=spec.str_option("field") or "text",
+            method=spec.str_option("method", "POST") or "",
+            field=spec.str_option("field", "text") or "",
             mapping=mapping,
             headers=headers,
             options=net_options(spec),
