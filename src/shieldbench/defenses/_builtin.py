@@ -11,7 +11,7 @@ import shieldbench.defenses._combinators  # any, all, vote, fuse
 import shieldbench.defenses._http  # http
 import shieldbench.defenses._llm  # llm, openai
 import shieldbench.defenses._preprocess  # preprocess
+import shieldbench.defenses._python_spec  # python:MODULE:ATTRIBUTE
 import shieldbench.defenses._routing  # tiered, dual
 import shieldbench.defenses._wrappers  # fail_closed, fail_open, dedup
 import shieldbench.defenses.pattern  # pattern
-import shieldbench.defenses._python_spec  # python:MODULE:ATTRIBUTE
