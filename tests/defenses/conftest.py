@@ -162,3 +162,12 @@ def loopback() -> Iterator[Loopback]:
     yield kit
     for server in kit.servers:
         server.close()
+
+
+@pytest.fixture(scope="session")
+def loopback_session() -> Iterator[Loopback]:
+    """Like ``loopback``, for servers shared by a whole test session (contract suite)."""
+    kit = Loopback()
+    yield kit
+    for server in kit.servers:
+        server.close()

@@ -179,8 +179,10 @@ def test_scoreless_children_count_as_certain() -> None:
 
 def test_vote_from_spec_with_name_version_and_reasons(toy_registry: None) -> None:
     d = build_defense("vote(t-echo, t-echo, t-becho, k=2)")
-    assert d.name == "vote(echo, echo, becho, k=2)"
-    assert build_defense("any(t-echo, t-becho)").name == "any(echo, becho)"
+    assert d.name == "vote(t-echo, t-echo, t-becho, k=2)", "named after the spec that built it"
+    assert build_defense(" any(t-echo,t-becho) ").name == "any(t-echo,t-becho)"
+    assert Vote([Echo(), BatchEcho()], k=1, kind="any").name == "any(echo, becho)"
+    assert Vote([Echo(), BatchEcho()], k=2).name == "vote(echo, becho, k=2)"
     v = d.check("0.7")
     assert v.blocked
     assert v.reasons == ("echo", "echo", "becho")
@@ -310,7 +312,8 @@ def test_fuse_is_the_weighted_mean(xs: list[float], data: st.DataObject) -> None
 
 def test_fuse_spec(toy_registry: None) -> None:
     d = build_defense("fuse(t-echo, t-becho, weights=0.7|0.3, threshold=0.5)")
-    assert d.name == "fuse(echo, becho, weights=0.7|0.3, threshold=0.5)"
+    assert d.name == "fuse(t-echo, t-becho, weights=0.7|0.3, threshold=0.5)"
+    assert Fuse([Echo(), Echo()]).name == "fuse(echo, echo, weights=1|1, threshold=0.5)"
     assert d.check("0.4").score == pytest.approx(0.4)
     assert isinstance(d, BatchDefense)
 
@@ -441,7 +444,8 @@ def test_fail_safe_passes_good_verdicts_through_and_retries_a_failed_batch() -> 
 
 def test_fail_safe_spec(toy_registry: None) -> None:
     d = build_defense("fail_closed(t-broken, timeout=2)")
-    assert d.name == "fail_closed(broken, timeout=2)"
+    assert d.name == "fail_closed(t-broken, timeout=2)"
+    assert FailSafe(Broken(), mode="open", timeout_s=2).name == "fail_open(broken, timeout=2)"
     assert d.check("x").blocked
     assert not build_defense("fail_open(t-broken)").check("x").blocked
 
@@ -538,7 +542,8 @@ def test_preprocess_checks_the_cleaned_text_and_reports_it() -> None:
 
 def test_preprocess_spec(toy_registry: None) -> None:
     d = build_defense("preprocess(t-becho, strip=ansi|system-reminder)")
-    assert d.name == "preprocess(becho, strip=ansi|system-reminder)"
+    assert d.name == "preprocess(t-becho, strip=ansi|system-reminder)"
+    assert Preprocess(Echo(), strip=["ansi"]).name == "preprocess(echo, strip=ansi)"
     assert d.check_batch(["\x1b[0m0.3"]) == [Verdict(False, 0.3)]
 
 
@@ -608,7 +613,8 @@ def test_dedup_is_thread_safe() -> None:
 
 def test_dedup_spec_and_window_option(toy_registry: None) -> None:
     d = build_defense("dedup(t-aecho, window=5)")
-    assert d.name == "dedup(aecho, window=5)"
+    assert d.name == "dedup(t-aecho, window=5)"
+    assert Dedup(Echo(), window_s=5).name == "dedup(echo, window=5)"
     assert isinstance(d, AsyncDefense)
     assert asyncio.run(d.acheck("0.2")).details["dedup"] == "miss"
     assert asyncio.run(d.acheck("0.2")).details["dedup"] == "hit"

@@ -47,6 +47,7 @@ from shieldbench.defenses._composite import (
     effective_score,
     float_opt,
     int_opt,
+    named,
 )
 from shieldbench.defenses._protocol import Defense
 from shieldbench.errors import ConfigError, SpecError
@@ -171,7 +172,7 @@ def _parse_weights(spec: Spec) -> list[float] | None:
 )
 def _any(spec: Spec) -> Vote:
     spec.check_options(set())
-    return Vote(build_children(spec), k=1, kind="any")
+    return named(Vote(build_children(spec), k=1, kind="any"), spec)
 
 
 @defenses.register(
@@ -183,7 +184,7 @@ def _any(spec: Spec) -> Vote:
 def _all(spec: Spec) -> Vote:
     spec.check_options(set())
     children = build_children(spec)
-    return build_with(children, lambda: Vote(children, k=len(children), kind="all"))
+    return named(build_with(children, lambda: Vote(children, k=len(children), kind="all")), spec)
 
 
 @defenses.register(
@@ -196,7 +197,7 @@ def _vote(spec: Spec) -> Vote:
     spec.check_options({"k"})
     k = int_opt(spec, "k", 2 if len(spec.args) > 1 else 1)
     children = build_children(spec)
-    return build_with(children, lambda: Vote(children, k=k))
+    return named(build_with(children, lambda: Vote(children, k=k)), spec)
 
 
 @defenses.register(
@@ -210,4 +211,5 @@ def _fuse(spec: Spec) -> Fuse:
     threshold = float_opt(spec, "threshold", 0.5)
     weights = _parse_weights(spec)
     children = build_children(spec)
-    return build_with(children, lambda: Fuse(children, weights=weights, threshold=threshold))
+    fuse = build_with(children, lambda: Fuse(children, weights=weights, threshold=threshold))
+    return named(fuse, spec)

@@ -41,9 +41,11 @@ __all__ = [
     "float_opt",
     "int_opt",
     "merge_details",
+    "named",
 ]
 
 T = TypeVar("T")
+C = TypeVar("C", bound="Composite")
 
 
 def effective_score(verdict: Verdict) -> float:
@@ -133,6 +135,16 @@ def build_children(spec: Spec, *, at_least: int = 1) -> list[Defense]:
         close_all(children)
         raise
     return children
+
+
+def named(defense: C, spec: Spec) -> C:
+    """``defense`` renamed after the spec that built it.
+
+    A derived name shows only the children's names, which hide their options
+    (``pattern(threshold=0.9)`` is named ``pattern``); the spec text says it all.
+    """
+    defense.name = spec.text or defense.name
+    return defense
 
 
 def build_with(children: Sequence[Defense], make: Callable[[], T]) -> T:

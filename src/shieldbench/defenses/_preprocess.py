@@ -57,6 +57,7 @@ from shieldbench.defenses._composite import (
     call_batch,
     checked,
     merge_details,
+    named,
 )
 from shieldbench.defenses._protocol import Defense
 from shieldbench.errors import ConfigError, SpecError
@@ -223,4 +224,4 @@ def _preprocess(spec: Spec) -> Preprocess:
         raise SpecError(f"{spec.text!r}: {exc}") from None
     if len(spec.args) != 1:
         raise SpecError(f"{spec.text!r}: preprocess wraps exactly one defense")
-    return Preprocess(build_children(spec)[0], strip=strip)
+    return named(Preprocess(build_children(spec)[0], strip=strip), spec)

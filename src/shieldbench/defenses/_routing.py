@@ -45,6 +45,7 @@ from shieldbench.defenses._composite import (
     effective_score,
     float_opt,
     merge_details,
+    named,
 )
 from shieldbench.defenses._protocol import Defense
 from shieldbench.errors import ConfigError, SpecError
@@ -276,7 +277,7 @@ def _tiered(spec: Spec) -> Tiered:
     low = float_opt(spec, "low", 0.2)
     high = float_opt(spec, "high", 0.8)
     fast, deep = _two_children(spec, "tiered(FAST, DEEP, low=0.2, high=0.8)")
-    return build_with([fast, deep], lambda: Tiered(fast, deep, low=low, high=high))
+    return named(build_with([fast, deep], lambda: Tiered(fast, deep, low=low, high=high)), spec)
 
 
 @defenses.register(
@@ -288,4 +289,4 @@ def _tiered(spec: Spec) -> Tiered:
 def _dual(spec: Spec) -> Dual:
     spec.check_options(set())
     inline, warn = _two_children(spec, "dual(INLINE, WARN_ONLY)")
-    return Dual(inline, warn)
+    return named(Dual(inline, warn), spec)

@@ -51,6 +51,7 @@ from shieldbench.defenses._composite import (
     float_opt,
     int_opt,
     merge_details,
+    named,
 )
 from shieldbench.defenses._protocol import Defense
 from shieldbench.errors import ConfigError, SpecError
@@ -254,7 +255,7 @@ def _fail_safe(spec: Spec, mode: Literal["closed", "open"]) -> FailSafe:
     if timeout is not None and not timeout > 0:
         raise SpecError(f"{spec.text!r}: timeout must be > 0 seconds, got {timeout:g}")
     inner = _one_child(spec, f"fail_{mode}(DEFENSE, timeout=SECONDS)")
-    return FailSafe(inner, mode=mode, timeout_s=timeout)
+    return named(FailSafe(inner, mode=mode, timeout_s=timeout), spec)
 
 
 @defenses.register(
@@ -290,4 +291,4 @@ def _dedup(spec: Spec) -> Dedup:
     if not window > 0 or max_entries < 1:
         raise SpecError(f"{spec.text!r}: need window > 0 and max_entries >= 1")
     inner = _one_child(spec, "dedup(DEFENSE, window=SECONDS)")
-    return Dedup(inner, window_s=window, max_entries=max_entries)
+    return named(Dedup(inner, window_s=window, max_entries=max_entries), spec)
