@@ -1,0 +1,149 @@
+"""``shieldbench defenses list`` and ``shieldbench check``: what defenses exist, what they say.
+
+Thin commands over :mod:`shieldbench.defenses`: ``defenses list`` shows every
+registered defense (availability, usage, description, install hint, example spec);
+``check`` screens one text with one or more defenses and prints each verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from time import perf_counter
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from shieldbench.cli._app import app, console, defenses_app
+from shieldbench.defenses import Defense, build_defense, defense_version, registry
+
+__all__: list[str] = []
+
+_JSON = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def _echo_json(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+@defenses_app.command("list")
+def list_defenses(as_json: _JSON = False) -> None:
+    """Every registered defense: availability, usage, description and install hint."""
+    plugins = list(registry)
+    if as_json:
+        _echo_json(
+            [
+                {
+                    "name": p.name,
+                    "available": p.available,
+                    "missing": p.missing_module(),
+                    "usage": p.usage,
+                    "description": p.description,
+                    "install_hint": p.install_hint,
+                    "example": p.example,
+                    "origin": p.origin,
+                }
+                for p in plugins
+            ]
+        )
+        return
+    table = Table(title="Defenses", show_lines=True)
+    for col in ("name", "available", "usage", "description", "install / example"):
+        table.add_column(col, overflow="fold")
+    for p in plugins:
+        missing = p.missing_module()
+        if missing is None:
+            status = Text("yes", style="green")
+            extra = Text(p.example or "", style="dim")
+        else:
+            status = Text(f"no ({missing})", style="red")
+            extra = Text(p.install_hint or f"install the package providing {missing}")
+        table.add_row(Text(p.name, style="bold"), status, Text(p.usage), Text(p.description), extra)
+    console.print(table)
+    console.print(
+        Text(
+            "Compose them: any(a, b), all(a, b), vote(a, b, c, k=2), fuse(a, b, weights=0.7|0.3),"
+            " tiered(fast, deep), dual(inline, warn), fail_closed(d, timeout=2), preprocess(d),"
+            ' dedup(d). Try one: shieldbench check "some text" --defense SPEC'
+        )
+    )
+
+
+def _screen(spec: str, defense: Defense, text: str, build_ms: float) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "spec": spec,
+        "name": defense.name,
+        "version": defense_version(defense),
+        "build_ms": round(build_ms, 3),
+    }
+    start = perf_counter()
+    try:
+        verdict = defense.check(text)
+    except Exception as exc:  # a failing defense is reported, never dropped
+        row.update(status="error", error=f"{type(exc).__name__}: {exc}")
+    else:
+        row.update(status="ok", **verdict.to_dict())
+    row["latency_ms"] = round((perf_counter() - start) * 1000.0, 3)
+    return row
+
+
+def _verdict_cell(row: dict[str, Any]) -> Text:
+    if row["status"] != "ok":
+        return Text("ERROR", style="bold yellow")
+    return Text("BLOCKED", style="bold red") if row["blocked"] else Text("allowed", style="green")
+
+
+@app.command("check")
+def check(
+    text: Annotated[str, typer.Argument(help="The text to screen; '-' reads it from stdin.")],
+    defense: Annotated[
+        list[str],
+        typer.Option(
+            "--defense",
+            "-d",
+            help="A defense spec (repeat for several), e.g. pattern, 'any(pattern, semantic)'.",
+        ),
+    ],
+    as_json: _JSON = False,
+) -> None:
+    """Screen one text with one or more defenses and print each verdict.
+
+    Shows blocked, score, label, reasons and the latency of this one call (a cold
+    call: the first includes any lazy model loading). Exit code 1 when a defense
+    failed on the text, 0 otherwise.
+    """
+    if text == "-":
+        text = sys.stdin.read()
+    rows: list[dict[str, Any]] = []
+    for spec in defense:
+        start = perf_counter()
+        built = build_defense(spec)
+        build_ms = (perf_counter() - start) * 1000.0
+        try:
+            rows.append(_screen(spec, built, text, build_ms))
+        finally:
+            close = getattr(built, "close", None)
+            if close is not None:
+                close()
+    if as_json:
+        _echo_json(rows)
+    else:
+        table = Table(title="Verdicts", show_lines=True)
+        for col in ("defense", "verdict", "score", "label", "reasons / error", "ms"):
+            table.add_column(col, overflow="fold", justify="right" if col == "ms" else "left")
+        for row in rows:
+            score = row.get("score")
+            why = row.get("error") or ", ".join(row.get("reasons") or ())
+            table.add_row(
+                Text(row["spec"]),
+                _verdict_cell(row),
+                "-" if score is None else f"{score:.3f}",
+                Text(str(row.get("label") or "")),
+                Text(why),
+                f"{row['latency_ms']:.1f}",
+            )
+        console.print(table)
+    if any(row["status"] != "ok" for row in rows):
+        raise typer.Exit(1)
