@@ -8,8 +8,10 @@ from __future__ import annotations
 import sys
 
 # Command modules register their commands on import (one line each).
-import shieldbench.cli._datasets  # noqa: F401  datasets list/show/validate/overlap/sample
-import shieldbench.cli._stats  # noqa: F401  plan, compare
+# ruff: noqa: F401  (imported for their side effect: registering commands)
+import shieldbench.cli._datasets  # datasets list/show/validate/overlap/sample
+import shieldbench.cli._defenses  # defenses list, check
+import shieldbench.cli._stats  # plan, compare
 from shieldbench.cli._app import app, err_console
 from shieldbench.errors import ShieldbenchError
 
