@@ -152,10 +152,10 @@ def _supervise(
     what: str,
 ) -> None:
     timeout = config.timeout_s
-    with job.lock:
-        for _ in range(workers):
-            _spawn(job, body)
     try:
+        with job.lock:
+            for _ in range(workers):
+                _spawn(job, body)
         while True:
             wait = _TICK_S
             now = perf_counter()
