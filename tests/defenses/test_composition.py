@@ -626,3 +626,27 @@ def test_spec_factories_are_registered_with_examples() -> None:
         assert info.example
         assert info.usage.startswith(name)
     assert isinstance(Spec("x"), Spec)
+
+
+# --- through the engine ----------------------------------------------------------------
+
+
+def test_engine_runs_composites_and_the_helpers_read_its_run() -> None:
+    from shieldbench.datasets import Dataset
+    from shieldbench.engine import run_defense
+
+    rows = [("0.9", "attack"), ("0.1", "attack"), ("0.5", "attack"), ("0.1", "benign")]
+    samples = tuple(Sample(str(i), t, lab) for i, (t, lab) in enumerate(rows))  # type: ignore[arg-type]
+    dataset = Dataset("toy", samples)
+    config = RunConfig(warmup=0, concurrency=4)
+
+    tiered = Tiered(BatchEcho("fast"), AsyncEcho("deep"), low=0.2, high=0.8)
+    run = run_defense(tiered, dataset, config=config, defense_spec="tiered(fast, deep)")
+    assert all(o.status == "ok" for o in run.outcomes)
+    shares = path_shares(run)
+    assert (shares.fast, shares.deep) == (3, 1)
+
+    dual = Dual(BatchEcho("inline"), Fixed("warn", 0.9))
+    gain = dual_gain(run_defense(dual, dataset, config=config))
+    assert (gain.extra_attacks_caught, gain.extra_false_positives) == (1, 1)  # "0.5" blocked inline
+    assert (gain.attacks, gain.benign) == (3, 1)
