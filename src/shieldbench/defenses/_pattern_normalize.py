@@ -66,6 +66,7 @@ _ALPHABETIC = "a-zA-Z\u00c0-\u024f\u0370-\u04ff"
 _INVISIBLE_BETWEEN_LETTERS = re.compile(f"[{_ALPHABETIC}][{_INVISIBLE}]+(?=[{_ALPHABETIC}])")
 _BIDI_OVERRIDE = re.compile("[\u202d\u202e]")
 
+_SURROGATE = re.compile("[\ud800-\udfff]")  # lone surrogates cannot be encoded to UTF-8
 _TAG = re.compile("[\U000e0000-\U000e007f]")
 # Flag emoji sequences (England, Scotland, Wales) are the one legitimate use of tags.
 _FLAG_TAGS = re.compile("\U0001f3f4[\U000e0020-\U000e007e]{1,16}\U000e007f")
@@ -355,8 +356,11 @@ def normalize(text: str) -> Normalized:
     """Normalise ``text`` for rule matching (see the module docstring)."""
     signals: list[str] = []
     hidden_raw: list[str] = []
-    if not text.isascii() and _TAG.search(text):
-        text = _smuggled_tags(text, signals, hidden_raw)
+    if not text.isascii():
+        if _SURROGATE.search(text):
+            text = _SURROGATE.sub("\ufffd", text)
+        if _TAG.search(text):
+            text = _smuggled_tags(text, signals, hidden_raw)
     folded = _collapse_whitespace(_fold(text, signals))
     hints = _hints(folded)
     if hints:

@@ -79,25 +79,13 @@ _QUALIFIER = alt(
     "pre-defined", "preset", "programmed", "given", "safety", "ethical",
 )  # fmt: skip
 _FILLER = alt(
-    _QUALIFIER,
-    "the",
-    "of",
-    "my",
-    "and",
-    "or",
-    "other",
-    "following",
-    "such",
-    "current",
-    "provided",
-    "you got",
-    "you were given",
-    "you received",
-)
+    _QUALIFIER, "the", "of", "my", "and", "or", "other", "following", "such", "current",
+    "provided", "you got", "you were given", "you received", "please", "kindly", "just", "now",
+    "simply",
+)  # fmt: skip
 _TARGET_CORE = alt(
-    "instructions?", "prompts?", "directives?", "directions", "commands?", "orders?", "rules",
-    "guidelines",
-    "guidance", "constraints", "restrictions", "programming", "training", "policies", "policy",
+    "instructions?", "prompts?", "directives?", "directions", "commands?", "orders?", "rules?",
+    "guidelines", "guidance", "constraints", "restrictions", "programming", "training", "policies", "policy",
     "limitations", "filters", "safeguards", "protocols?", "parameters", "boundaries",
 )  # fmt: skip
 _TARGET = alt(

@@ -22,7 +22,7 @@ _DE_IGNORE = alt(
     "loesche", "losche", "streiche", "lass", "lassen sie",
 )
 _DE_QUALIFIER = alt(
-    "alle", "allen", "samtliche", "samtlichen", "deine", "deinen", "ihre", "ihren", "die",
+    "bitte", "einfach", "jetzt", "nun", "doch", "alle", "allen", "samtliche", "samtlichen", "deine", "deinen", "ihre", "ihren", "die",
     "den", "bisherigen", "bisherige", "vorherigen", "vorherige", "obigen", "obige",
     "vorangehenden", "vorangegangenen", "fruheren", "vorigen", "alten", "ursprunglichen",
     "gegebenen", "erhaltenen", "vorhergehenden", "davor", "zuvor", "oben",

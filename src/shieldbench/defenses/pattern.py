@@ -65,6 +65,7 @@ __all__ = [
     "RULES",
     "PatternDefense",
     "Rule",
+    "compile_rule_set",
     "noisy_or",
 ]
 
