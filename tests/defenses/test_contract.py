@@ -7,6 +7,9 @@ that points them at a loopback server started here. A registered defense that ca
 built neither way FAILS the suite: give it an ``example=``. A plugin whose optional
 package is missing is skipped with its install hint.
 
+Compositions mixing sync and network children (``MIXES``) are checked as well, so
+that their async paths are covered.
+
 The contract: a ``str`` name; ``check`` returns a :class:`Verdict` (``blocked`` a
 bool, ``score`` None or in [0, 1]) for benign, attack, empty, 100 KB, non-Latin and
 control-character texts; the same text gives the same verdict; ``check_batch`` and
@@ -40,6 +43,15 @@ RECIPES = {
     "openai": "openai:contract-model@{llm}/v1",
     "python": "python(shieldbench.defenses.pattern:PatternDefense, threshold=0.6)",
 }
+
+# Compositions mixing sync and network children: their async paths get the contract too.
+MIXES = [
+    "any(pattern, http:{guard}/v1/check)",
+    "tiered(pattern, llm(contract-model, base_url={llm}/v1), low=0.1, high=0.9)",
+    "dual(http:{guard}/v1/check, llm(contract-model, base_url={llm}/v1))",
+    "fail_closed(dedup(preprocess(llm(contract-model, base_url={llm}/v1))), timeout=10)",
+    "fuse(pattern, http:{guard}/v1/check, weights=0.5|0.5)",
+]
 
 TEXTS = {
     "benign": "Can you recommend a good book about the history of Rome?",
@@ -83,13 +95,16 @@ def _spec_for(info: PluginInfo, servers: dict[str, str]) -> str:
     return info.example
 
 
-@pytest.fixture(scope="module", params=[p.name for p in PLUGINS])
+@pytest.fixture(scope="module", params=[p.name for p in PLUGINS] + MIXES)
 def defense(request: pytest.FixtureRequest, servers: dict[str, str]) -> Iterator[Defense]:
-    info = registry.get(request.param)
-    missing = info.missing_module()
-    if missing is not None:
-        pytest.skip(f"{info.name}: {missing} is not installed ({info.install_hint})")
-    spec = _spec_for(info, servers)
+    if request.param in MIXES:
+        spec = request.param.format(**servers)
+    else:
+        info = registry.get(request.param)
+        missing = info.missing_module()
+        if missing is not None:
+            pytest.skip(f"{info.name}: {missing} is not installed ({info.install_hint})")
+        spec = _spec_for(info, servers)
     try:
         built = build_defense(spec)
     except PluginUnavailableError as exc:
