@@ -112,12 +112,6 @@ def _json_type(value: Any) -> str:
     return "null" if value is None else names.get(type(value), type(value).__name__)
 
 
-def _mapping(spec: Spec | None, mapping: RecordMapping | None) -> RecordMapping:
-    if mapping is not None:
-        return mapping
-    return RecordMapping() if spec is None else RecordMapping.from_spec(spec)
-
-
 def load_jsonl(
     path: str | Path,
     *,
@@ -127,7 +121,7 @@ def load_jsonl(
 ) -> Dataset:
     """One JSON object per line; blank lines are skipped."""
     text = read_utf8(path)
-    builder = SampleBuilder(str(path), _mapping(None, mapping), id_prefix=id_prefix)
+    builder = SampleBuilder(str(path), mapping or RecordMapping(), id_prefix=id_prefix)
     for lineno, record in jsonl_records(text, path):
         builder.add(record, line=lineno)
     return builder.build(name or f"jsonl:{path}")
@@ -160,7 +154,7 @@ def load_csv(
 ) -> Dataset:
     """A CSV file with a header row; empty cells are missing values."""
     text = read_utf8(path)
-    builder = SampleBuilder(str(path), _mapping(None, mapping), id_prefix=id_prefix)
+    builder = SampleBuilder(str(path), mapping or RecordMapping(), id_prefix=id_prefix)
     rows = _csv_rows(text, path)
     _, header = next(rows)
     header = [h.strip() for h in header]
@@ -259,7 +253,7 @@ def load_parquet(
         table.to_pylist(),
         list(table.column_names),
         path=str(p),
-        mapping=_mapping(None, mapping),
+        mapping=mapping or RecordMapping(),
         name=name or f"parquet:{path}",
         id_prefix=id_prefix,
     )
@@ -293,7 +287,7 @@ def load_pint(
             path=path,
             line=root.start_mark.line + 1,
         )
-    builder = SampleBuilder(str(path), _mapping(None, mapping), id_prefix=id_prefix)
+    builder = SampleBuilder(str(path), mapping or RecordMapping(), id_prefix=id_prefix)
     loader = yaml.SafeLoader("")
     try:
         for node in root.value:

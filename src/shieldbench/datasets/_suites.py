@@ -91,7 +91,8 @@ def builtin_suites(*, root: Traversable | None = None) -> list[BuiltinSuite]:
         files = _suite_files(name, root)
         attack = benign = total = 0
         for f in files:
-            for line in f.read_text(encoding="utf-8-sig").split("\n"):
+            text = f.read_bytes().decode("utf-8-sig", errors="replace")
+            for line in text.split("\n"):
                 if not line.strip():
                     continue
                 total += 1
