@@ -15,7 +15,8 @@
    Options: ``threshold`` (default 0.5) and ``name`` (default: the function's name).
 
 Option values arrive as text and are converted for the factory: to the type of the
-parameter's annotation when it is ``str``, ``int``, ``float`` or ``bool`` (or ``X | None``);
+parameter's annotation when it is ``str``, ``int``, ``float`` or ``bool`` (or ``X | None``,
+where ``None`` / ``null`` give ``None``);
 otherwise as a Python literal when they read as one (``0.3``, ``3``, ``True``/``true``,
 ``None``/``null``, ``[1, 2]``), else kept as a string. To force a string that looks
 like a number, quote it twice: ``name='"3"'``. Unknown options are rejected with the
@@ -122,10 +123,12 @@ def convert_option(raw: str, annotation: object = inspect.Parameter.empty) -> ob
     Example:
         >>> convert_option("0.3"), convert_option("true"), convert_option("small")
         (0.3, True, 'small')
-        >>> convert_option("3", str), convert_option("3", float)
-        ('3', 3.0)
+        >>> convert_option("3", str), convert_option("3", float), convert_option("null", int | None)
+        ('3', 3.0, None)
     """
     target = _unwrap_optional(annotation)
+    if target is not annotation and raw.strip().lower() in {"none", "null"}:
+        return None
     if target is bool:
         lowered = raw.strip().lower()
         if lowered in _TRUE | _FALSE:
