@@ -141,6 +141,9 @@ def test_sample_is_stratified_seeded_and_ordered() -> None:
     order = {s.id: i for i, s in enumerate(pop)}
     assert [order[s.id] for s in sub] == sorted(order[s.id] for s in sub)
     assert len(sample_dataset(pop, 1000)) == 100
+    # small n: labels first (4 x 80% = 3.2 -> 3 attacks), then categories within them
+    small = sample_dataset(pop, 4, seed=0)
+    assert Counter(s.label for s in small) == {"attack": 3, "benign": 1}
     assert {s.label for s in sample_dataset(pop, 7, label="benign")} == {"benign"}
     with pytest.raises(ConfigError):
         sample_dataset(pop, 0)
@@ -161,7 +164,11 @@ def test_property_sample_allocation(sizes: list[int], n: int, seed: int) -> None
     counts = Counter(s.category for s in sub)
     for k, size in enumerate(sizes):
         quota = take * size / len(pop)
-        assert int(quota) <= counts.get(f"cat{k}", 0) <= int(quota) + 1
+        assert abs(counts.get(f"cat{k}", 0) - quota) < 2
+    labels = Counter(s.label for s in sub)
+    for label, size in Counter(s.label for s in pop).items():
+        quota = take * size / len(pop)
+        assert int(quota) <= labels.get(label, 0) <= int(quota) + 1
     assert len({s.id for s in sub}) == take
 
 

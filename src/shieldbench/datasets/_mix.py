@@ -14,8 +14,9 @@ Each combinator is a dataset spec whose positional arguments are dataset specs:
   ``language`` (from metadata).
 - ``head(A, n=100)`` -- the first ``n`` samples.
 - ``sample(A, n=100, seed=0)`` -- ``n`` samples drawn without replacement,
-  stratified by (label, category) with proportional allocation (largest
-  remainders), in their original order; the same seed gives the same sample.
+  stratified with proportional allocation (largest remainders) first across
+  labels, then across the categories of each label, in their original order;
+  the same seed gives the same sample.
 
 A combinator that keeps no sample is an error (a benchmark on nothing measures
 nothing). Derived datasets record their input as ``sources``.
@@ -35,6 +36,7 @@ import random
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from shieldbench.datasets._dataset import Dataset
 from shieldbench.errors import ConfigError, DatasetError, SpecError
@@ -117,6 +119,19 @@ def head_dataset(ds: Dataset, n: int, *, name: str | None = None) -> Dataset:
     return _derived(name or f"head({ds.name}, n={n})", ds.samples[:n], [ds])
 
 
+def _allocate(sizes: Mapping[Any, int], take: int) -> dict[Any, int]:
+    """Split ``take`` over groups in proportion to their sizes (largest remainders;
+    ties go to the group that sorts first)."""
+    total = sum(sizes.values())
+    keys = sorted(sizes)
+    quotas = {k: take * sizes[k] / total for k in keys} if total else {}
+    alloc = {k: int(q) for k, q in quotas.items()}
+    ranked = sorted(range(len(keys)), key=lambda i: (alloc[keys[i]] - quotas[keys[i]], i))
+    for i in ranked[: take - sum(alloc.values())]:
+        alloc[keys[i]] += 1
+    return alloc
+
+
 def sample_dataset(
     ds: Dataset,
     n: int,
@@ -125,7 +140,7 @@ def sample_dataset(
     label: str | None = None,
     name: str | None = None,
 ) -> Dataset:
-    """``n`` samples, stratified by (label, category), seeded; all when ``n >= len``."""
+    """``n`` samples, stratified by label then category, seeded; all when ``n >= len``."""
     if n < 1:
         raise ConfigError(f"n must be >= 1, got {n}")
     pool = ds.samples
@@ -136,14 +151,13 @@ def sample_dataset(
     strata: dict[tuple[str, str], list[int]] = defaultdict(list)
     for index, s in enumerate(pool):
         strata[(s.label, s.category)].append(index)
+    per_label = Counter(s.label for s in pool)
+    label_alloc = _allocate(dict(per_label), min(n, len(pool)))
+    alloc: dict[tuple[str, str], int] = {}
+    for lab, quota in label_alloc.items():
+        sizes = {k: len(v) for k, v in strata.items() if k[0] == lab}
+        alloc.update(_allocate(sizes, quota))
     keys = sorted(strata)
-    total = len(pool)
-    take = min(n, total)
-    quotas = {k: take * len(strata[k]) / total for k in keys} if total else {}
-    alloc = {k: int(q) for k, q in quotas.items()}
-    by_remainder = sorted(keys, key=lambda k: (-(quotas[k] - alloc[k]), keys.index(k)))
-    for k in by_remainder[: take - sum(alloc.values())]:
-        alloc[k] += 1
     rng = random.Random(seed)
     chosen = sorted(i for k in keys for i in rng.sample(strata[k], alloc[k]))
     label_part = f", label={label}" if label else ""
