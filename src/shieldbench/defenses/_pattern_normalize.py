@@ -256,7 +256,9 @@ def _unleet(text: str, signals: list[str]) -> str:
         words[i] = word.replace(core, core.translate(_LEET))
         if _LEET_IN_WORD.search(core):
             strong += 1
-    if strong >= _LEETSPEAK_MIN_WORDS and strong * 20 >= len(words):
+    if strong >= 5 and strong * 10 >= 3 * len(words):
+        signals.append("heavy_leetspeak")  # most of the text is leetspeak
+    elif strong >= _LEETSPEAK_MIN_WORDS and strong * 20 >= len(words):
         signals.append("leetspeak")
     return " ".join(words)
 

@@ -22,7 +22,8 @@ _DE_IGNORE = alt(
     "loesche", "losche", "streiche", "lass", "lassen sie",
 )
 _DE_QUALIFIER = alt(
-    "bitte", "einfach", "jetzt", "nun", "doch", "alle", "allen", "samtliche", "samtlichen", "deine", "deinen", "ihre", "ihren", "die",
+    "bitte", "einfach", "jetzt", "nun", "doch", "alle", "allen", "samtliche", "samtlichen",
+    "deine", "deinen", "ihre", "ihren", "die",
     "den", "bisherigen", "bisherige", "vorherigen", "vorherige", "obigen", "obige",
     "vorangehenden", "vorangegangenen", "fruheren", "vorigen", "alten", "ursprunglichen",
     "gegebenen", "erhaltenen", "vorhergehenden", "davor", "zuvor", "oben",
@@ -107,6 +108,21 @@ I18N_RULES: tuple[Rule, ...] = (
        "gesamten", "vollstandigen", "kompletten", "ursprunglichen", "geheimen", "genauen")
        + "){1,3} " + alt("system-?prompts?", "prompts?", "prompt-texte?", "anweisungen",
        "instruktionen", "systemnachricht", "systemanweisungen", "vorgaben") + B),
+    _r("role_manipulation.de_no_longer", 0.55,
+       B + alt("du bist", "sie sind") + "(?: ab sofort| ab jetzt| jetzt| nun| von nun an)?"
+       + " (?:nicht mehr|kein(?:e|er)? [a-z-]{1,30} mehr)" + B),
+    _r("prompt_extraction.i18n_what_instructions", 0.6,
+       B + alt("quelles sont tes", "quelles sont vos", "cuales son tus", "cuales son sus",
+       "was sind deine", "was sind ihre", "wie lauten deine", "wie lauten ihre") + " "
+       + alt("instructions", "consignes", "instrucciones", "anweisungen", "instruktionen",
+             "regles", "reglas", "regeln") + B
+       + "|" + B + alt("mot pour mot", "palabra por palabra", "wort fur wort") + B),
+    _r("encoding_evasion.i18n_decode_and_follow", 0.55,
+       B + alt("decode", "decodez", "dechiffre", "dechiffrez", "decodifica", "descifra",
+       "dekodiere", "entschlussele", "entschlusselt") + words(5) + " "
+       + alt("et", "y", "und", "puis", "luego", "dann") + " "
+       + alt("execute", "executez", "execute-le", "suis", "suivez", "ejecuta", "ejecutalo",
+       "sigue", "fuhre", "befolge", "obeis", "obedece") + B),
     _r("role_manipulation.de_you_are_now", 0.35,
        B + alt("du bist", "sie sind") + " " + alt("jetzt", "nun", "ab jetzt", "ab sofort",
        "von nun an") + B + "|" + B + alt("ab jetzt", "von nun an", "ab sofort") + " "

@@ -51,8 +51,9 @@ from collections.abc import Iterable
 import re2
 
 from shieldbench.defenses._pattern_normalize import normalize
-from shieldbench.defenses._pattern_rules import ENGLISH_RULES, FAMILIES, SIGNAL_RULES, Rule
+from shieldbench.defenses._pattern_rules import FAMILIES, OVERRIDE_RULES, SIGNAL_RULES, Rule
 from shieldbench.defenses._pattern_rules_i18n import I18N_RULES
+from shieldbench.defenses._pattern_rules_jailbreak import JAILBREAK_RULES
 from shieldbench.errors import ConfigError, SpecError
 from shieldbench.registry import defenses
 from shieldbench.spec import Spec
@@ -70,7 +71,7 @@ __all__ = [
 ]
 
 DEFAULT_THRESHOLD = 0.5
-RULES: tuple[Rule, ...] = ENGLISH_RULES + I18N_RULES
+RULES: tuple[Rule, ...] = OVERRIDE_RULES + JAILBREAK_RULES + I18N_RULES
 """Every pattern rule, English first; evasion signals are in ``SIGNAL_RULES``."""
 
 HIDDEN_MIN_WEIGHT = 0.5
