@@ -13,7 +13,9 @@ from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from shieldbench.cli._app import app, console
 from shieldbench.errors import ConfigError, StatisticsError
@@ -128,7 +130,7 @@ def _leaderboard_table(cmp: Comparison) -> Table:
         sc = e.summary.scores
         t.add_row(
             str(e.rank),
-            e.label,
+            Text(e.label),
             format_rate(r.block_rate),
             format_rate(r.attack_success_rate, n=False),
             format_rate(r.false_positive_rate),
@@ -140,7 +142,7 @@ def _leaderboard_table(cmp: Comparison) -> Table:
     return t
 
 
-def _metric_row(a: str, b: str, m: PairedMetric, verdict: str, p_adj: float) -> list[str]:
+def _metric_row(a: str, b: str, m: PairedMetric, verdict: str, p_adj: float) -> list[str | Text]:
     d = m.difference
     diff = (
         "–"
@@ -149,8 +151,8 @@ def _metric_row(a: str, b: str, m: PairedMetric, verdict: str, p_adj: float) -> 
     )
     tb = m.table
     return [
-        a,
-        b,
+        Text(a),
+        Text(b),
         m.metric.replace("_", " "),
         format_rate(m.rate_a, n=False),
         format_rate(m.rate_b, n=False),
@@ -188,8 +190,8 @@ def _pairs_table(cmp: Comparison) -> Table:
             auc = pair.auc
             va = v["roc_auc"]
             t.add_row(
-                pair.a,
-                pair.b,
+                Text(pair.a),
+                Text(pair.b),
                 "ROC-AUC",
                 format_estimate(auc.auc_a),
                 format_estimate(auc.auc_b),
@@ -204,7 +206,9 @@ def _pairs_table(cmp: Comparison) -> Table:
 
 
 def _ni_table(cmp: Comparison) -> Table:
-    t = Table(title=f"Non-inferiority vs baseline {cmp.runs[0]!r} (margin {cmp.settings.margin:g})")
+    t = Table(
+        title=Text(f"Non-inferiority vs baseline {cmp.runs[0]!r} (margin {cmp.settings.margin:g})")
+    )
     for name in (
         "candidate",
         "metric",
@@ -218,7 +222,7 @@ def _ni_table(cmp: Comparison) -> Table:
         res = row.result
         diff = "–" if res.difference is None else f"{100 * res.difference:+.1f} points"
         t.add_row(
-            row.candidate,
+            Text(row.candidate),
             row.metric.replace("_", " "),
             diff,
             f"{100 * res.bound:+.1f} ({'lower' if res.higher_is_better else 'upper'})",
@@ -233,7 +237,7 @@ def print_comparison(cmp: Comparison, *, out: Console | None = None) -> None:
     target = console if out is None else out
     s = cmp.settings
     target.print(
-        f"Dataset [bold]{cmp.dataset_spec}[/] ({cmp.content_hash[:19]}…), error policy"
+        f"Dataset [bold]{escape(cmp.dataset_spec)}[/] ({cmp.content_hash[:19]}…), error policy"
         f" {s.policy}, {s.confidence:.0%} {s.method} intervals.",
         highlight=False,
     )
@@ -295,4 +299,4 @@ def compare(
             json.dumps(cmp.to_dict(), indent=1, allow_nan=False, ensure_ascii=False) + "\n",
             encoding="utf-8",
         )
-        console.print(f"Comparison written to {json_out}", highlight=False)
+        console.print(f"Comparison written to {escape(str(json_out))}", highlight=False)

@@ -4,7 +4,8 @@ false positives, and how to pick one.
 An :class:`OperatingPoint` is a threshold with its block rate (TPR on attacks) and
 false positive rate (on benign samples), both with intervals. A text is blocked
 when its score is ``>= threshold``; the threshold ``+inf`` (``None`` in JSON) blocks
-nothing but errors counted as blocked under ``fail_closed``.
+nothing but errors counted as blocked under ``fail_closed`` (score ``+inf``), and
+errors counted as allowed under ``fail_open`` (score ``-inf``) are never blocked.
 
 - :func:`threshold_sweep`: operating points at every distinct score (or at given
   thresholds).
@@ -86,7 +87,7 @@ def operating_point(
 ) -> OperatingPoint:
     """Block rate and FPR of blocking every score ``>= threshold``."""
     y, s = validate_scores(is_attack, scores)
-    blocked = s >= threshold
+    blocked = (s >= threshold) & (s != -np.inf)
     m = int(y.sum())
     return OperatingPoint(
         float(threshold),
@@ -103,6 +104,9 @@ def _curve_counts(y: BoolArray, s: FloatArray) -> tuple[FloatArray, FloatArray, 
     if thr[0] != np.inf:
         # Threshold +inf blocks nothing (when +inf scores exist, the curve starts there).
         thr, tps, fps = np.r_[np.inf, thr], np.r_[0.0, tps], np.r_[0.0, fps]
+    if thr.size > 1 and thr[-1] == -np.inf:
+        # -inf scores (errors under fail_open) are never blocked: no threshold at -inf.
+        thr, tps, fps = thr[:-1], tps[:-1], fps[:-1]
     return thr, tps, fps
 
 
