@@ -261,6 +261,23 @@ def test_async_runs_children_concurrently() -> None:
     assert elapsed < 0.2 * 25 / 2, "25 calls of 0.2 s must overlap"
 
 
+def test_async_failure_cancels_the_other_children() -> None:
+    class AsyncBroken(AsyncEcho):
+        async def acheck(self, text: str) -> Verdict:
+            raise RuntimeError("boom")
+
+    slow = AsyncEcho("slow", delay=5.0)
+    start = time.perf_counter()
+    with pytest.raises(RuntimeError, match="boom"):
+        asyncio.run(Vote([AsyncBroken(), slow], k=1).acheck("0.1"))
+    assert time.perf_counter() - start < 2.0
+    assert slow.texts == [], "the slow child was cancelled, never finished"
+    first = AsyncEcho("first", delay=0.1)
+    with pytest.raises(RuntimeError, match="boom"):  # reported once the first child answers
+        asyncio.run(Vote([first, AsyncBroken()], k=1).acheck("0.1"))
+    assert first.texts == ["0.1"]
+
+
 def test_mixed_async_composite_calls_sync_children_off_the_loop() -> None:
     d = Vote([Slow(0.2), AsyncEcho()], k=1)
 

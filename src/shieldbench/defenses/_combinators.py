@@ -33,7 +33,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Sequence
 
@@ -41,11 +40,11 @@ from shieldbench.defenses._composite import (
     Composite,
     build_children,
     build_with,
-    call_async,
     call_batch,
     checked,
     effective_score,
     float_opt,
+    gather_children,
     int_opt,
     named,
 )
@@ -81,12 +80,13 @@ class Vote(Composite):
 
     def _combine(self, verdicts: Sequence[Verdict]) -> Verdict:
         votes = sum(v.blocked for v in verdicts)
-        ranked = sorted(verdicts, key=effective_score, reverse=True)
-        deciding = ranked[self.k - 1]
+        scores = [effective_score(v) for v in verdicts]
+        order = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)
+        deciding = order[self.k - 1]
         return Verdict(
             blocked=votes >= self.k,
-            score=effective_score(deciding),
-            label=deciding.label,
+            score=scores[deciding],
+            label=verdicts[deciding].label,
             reasons=_blocking_reasons(self._children, verdicts),
             details={"votes": votes, "k": self.k, "n": len(verdicts)},
         )
@@ -99,8 +99,7 @@ class Vote(Composite):
         return [self._combine(row) for row in zip(*columns, strict=True)]
 
     async def _acheck(self, text: str) -> Verdict:
-        verdicts = await asyncio.gather(*(call_async(c, text) for c in self._children))
-        return self._combine(verdicts)
+        return self._combine(await gather_children(self._children, text))
 
 
 class Fuse(Composite):
@@ -148,8 +147,7 @@ class Fuse(Composite):
         return [self._combine(row) for row in zip(*columns, strict=True)]
 
     async def _acheck(self, text: str) -> Verdict:
-        verdicts = await asyncio.gather(*(call_async(c, text) for c in self._children))
-        return self._combine(verdicts)
+        return self._combine(await gather_children(self._children, text))
 
 
 def _parse_weights(spec: Spec) -> list[float] | None:

@@ -39,6 +39,7 @@ __all__ = [
     "close_all",
     "effective_score",
     "float_opt",
+    "gather_children",
     "int_opt",
     "merge_details",
     "named",
@@ -88,6 +89,26 @@ async def call_async(child: Defense, text: str) -> Verdict:
     if acheck is not None:
         return checked(await acheck(text), child)
     return checked(await asyncio.to_thread(child.check, text), child)
+
+
+async def gather_children(children: Sequence[Defense], text: str) -> list[Verdict]:
+    """Every child's verdict on ``text``, awaited concurrently.
+
+    The first child runs in the calling task, the others as tasks (cheaper than
+    ``asyncio.gather``, which wraps every coroutine in a task); when one fails, the
+    others are cancelled and awaited before the error propagates. A failure in a
+    later child is noticed once the first child has answered (errors are rare; the
+    happy path stays cheap).
+    """
+    tasks = [asyncio.ensure_future(call_async(c, text)) for c in children[1:]]
+    try:
+        first = await call_async(children[0], text)
+        return [first, *[await t for t in tasks]]
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 def call_batch(child: Defense, texts: Sequence[str]) -> list[Verdict]:
