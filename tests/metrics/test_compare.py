@@ -8,12 +8,14 @@ import json
 import numpy as np
 import pytest
 from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.multitest import multipletests
 
 from shieldbench.errors import StatisticsError
 from shieldbench.metrics import (
     PairedTable,
     adjust_p_values,
     compare_auc,
+    compare_groups,
     compare_runs,
     paired_tables,
 )
@@ -167,3 +169,46 @@ def test_runs_without_scores_have_no_auc_comparison() -> None:
     assert [v.metric for v in cmp.pairs[0].verdicts] == ["block_rate", "false_positive_rate"]
     with pytest.raises(StatisticsError):
         cmp.pair("a", "c")
+
+
+def test_compare_groups_corrects_across_categories(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("gc.collect", lambda *args: 0)  # multipletests collects garbage
+    rng = np.random.default_rng(3)
+    rows_a, rows_b = [], []
+    for cat, p_a, p_b in (("jb", 0.95, 0.5), ("leak", 0.9, 0.85), ("enc", 0.6, 0.6)):
+        for _ in range(60):
+            rows_a.append((cat, True, bool(rng.random() < p_a)))
+            rows_b.append((cat, True, bool(rng.random() < p_b)))
+    for _ in range(40):  # benign only in "chat": the other groups have no FPR test
+        rows_a.append(("chat", False, bool(rng.random() < 0.05)))
+        rows_b.append(("chat", False, bool(rng.random() < 0.05)))
+    a, b = make_run(rows_a, run_id="a"), make_run(rows_b, run_id="b")
+    groups = compare_groups(a, b)
+    assert [g.group for g in groups] == ["chat", "enc", "jb", "leak"]
+    # The family: every test with pairs (3 attack groups + 1 benign group).
+    tested = [m.test.p_value for g in groups for m in (g.attacks, g.benign) if m.table.n > 0]
+    assert len(tested) == 4
+    reference = iter(multipletests(tested, method="holm")[1])
+    for g in groups:
+        for m, v in zip((g.attacks, g.benign), g.verdicts, strict=True):
+            expected = next(reference) if m.table.n else 1.0
+            assert v.p_adjusted == pytest.approx(expected, abs=1e-12)
+    jb = {g.group: g for g in groups}["jb"]
+    assert jb.verdicts[0].verdict == "significantly better"
+    assert jb.benign.table.n == 0
+    assert jb.verdicts[1].verdict == "no significant difference"
+    by_tier = compare_groups(a, b, by="tier")
+    assert [g.group for g in by_tier] == ["unspecified"]
+    with pytest.raises(StatisticsError):
+        compare_groups(a, b, by="language")  # type: ignore[arg-type]
+    json.dumps([g.to_dict() for g in groups], allow_nan=False)
+
+
+def test_empty_classes_stay_out_of_the_family() -> None:
+    a = make_run([("c", True, i % 2 == 0) for i in range(60)], run_id="a", spec="a")
+    b = make_run([("c", True, True) for _ in range(60)], run_id="b", spec="b")
+    cmp = compare_runs([a, b])
+    att, ben = cmp.pairs[0].verdicts
+    assert att.p_adjusted == att.p_value  # a family of one: Holm changes nothing
+    assert ben.p_value == 1.0
+    assert ben.p_adjusted == 1.0

@@ -36,12 +36,9 @@ from shieldbench.metrics._compare import (
     Comparison,
     ComparisonSettings,
     LeaderboardEntry,
-    MetricVerdict,
     NonInferiorityResult,
     PairComparison,
-    PairedMetric,
     compare_runs,
-    paired_tables,
 )
 from shieldbench.metrics._confusion import (
     Confusion,
@@ -95,6 +92,13 @@ from shieldbench.metrics._paired import (
     paired_difference,
     tango_interval,
 )
+from shieldbench.metrics._pairing import (
+    GroupComparison,
+    MetricVerdict,
+    PairedMetric,
+    compare_groups,
+    paired_tables,
+)
 from shieldbench.metrics._planning import required_sample_size, wilson_half_width
 from shieldbench.metrics._summary import (
     Breakdowns,
@@ -133,6 +137,7 @@ __all__ = [
     "Dimension",
     "ErrorCounts",
     "Estimate",
+    "GroupComparison",
     "GroupRates",
     "IntervalMethod",
     "LatencyStats",
@@ -162,6 +167,7 @@ __all__ = [
     "breakdown",
     "calibrate_threshold",
     "compare_auc",
+    "compare_groups",
     "compare_runs",
     "confusion",
     "confusion_from_arrays",

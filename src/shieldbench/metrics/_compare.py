@@ -1,15 +1,17 @@
 """Compare several runs on the same dataset: leaderboard, pairwise tests, verdicts.
 
-:func:`paired_tables` pairs two runs sample by sample; :func:`compare_runs` does it
-for every pair of runs and answers, for each pair and each metric, "significantly
-better", "significantly worse" or "no significant difference", with the p-value.
+:func:`compare_runs` pairs every two runs sample by sample and answers, for each
+pair and each metric, "significantly better", "significantly worse" or "no
+significant difference", with the p-value. Per-category comparisons of two runs are
+:func:`~shieldbench.metrics.compare_groups`.
 
 - Metrics: ``block_rate`` (attacks; McNemar), ``false_positive_rate`` (benign;
   McNemar; lower is better) and ``roc_auc`` (paired DeLong) when both runs have
   scores on every verdict.
 - Multiple testing: every p-value of the comparison (all pairs x metrics) forms one
   family, corrected with Holm by default, so "significant" holds at ``alpha``
-  family-wise however many defenses are compared.
+  family-wise however many defenses are compared. Tests without data (no benign
+  samples, say) have p = 1 and stay out of the family.
 - Non-inferiority (``margin`` given): ``runs[0]`` is the baseline; every other run
   is tested as a candidate "not worse by more than ``margin``" on block rate and on
   FPR (Tango's score test; this family is corrected separately).
@@ -36,144 +38,43 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-import numpy as np
-import numpy.typing as npt
-
 from shieldbench.errors import StatisticsError
-from shieldbench.metrics._confusion import effective_blocked
-from shieldbench.metrics._curves import AucComparison, compare_auc, has_scores
-from shieldbench.metrics._intervals import (
-    INTERVAL_METHODS,
-    IntervalMethod,
-    Rate,
-    _check_confidence,
-    rate,
-)
+from shieldbench.metrics._curves import AucComparison, compare_auc
+from shieldbench.metrics._intervals import INTERVAL_METHODS, IntervalMethod, _check_confidence
 from shieldbench.metrics._paired import (
     Correction,
-    McNemarResult,
     NonInferiority,
-    PairedDifference,
-    PairedTable,
-    adjust_p_values,
-    mcnemar_test,
     non_inferiority_test,
-    paired_difference,
+)
+from shieldbench.metrics._pairing import (
+    MetricVerdict,
+    PairedMetric,
+    aligned_scores,
+    check_same_data,
+    corrected,
+    metric_verdict,
+    paired_metric,
+    paired_tables,
+    shared_policy,
 )
 from shieldbench.metrics._summary import RunSummary, summarize
-from shieldbench.types import ERROR_POLICIES, ErrorPolicy, Run
+from shieldbench.types import ErrorPolicy, Run
 
 __all__ = [
     "Comparison",
     "ComparisonSettings",
     "LeaderboardEntry",
-    "MetricVerdict",
     "NonInferiorityResult",
     "PairComparison",
-    "PairedMetric",
     "compare_runs",
-    "paired_tables",
-    "shared_policy",
 ]
 
 RankBy = Literal["balanced_accuracy", "block_rate", "false_positive_rate", "roc_auc"]
-
-
-def shared_policy(runs: Sequence[Run], policy: ErrorPolicy | None) -> ErrorPolicy:
-    """The error policy to read every run under (explicit, or the one they share)."""
-    if policy is not None:
-        if policy not in ERROR_POLICIES:
-            raise StatisticsError(f"error policy must be one of {ERROR_POLICIES}, got {policy!r}")
-        return policy
-    recorded = {r.config.error_policy for r in runs}
-    if len(recorded) > 1:
-        raise StatisticsError(
-            f"the runs record different error policies ({', '.join(sorted(recorded))});"
-            " pass one policy explicitly (e.g. --policy fail_closed) to compare them"
-        )
-    return recorded.pop()
-
-
-def _check_same_data(a: Run, b: Run) -> None:
-    if a.dataset.content_hash != b.dataset.content_hash:
-        raise StatisticsError(
-            f"runs {a.id!r} and {b.id!r} are on different data: dataset {a.dataset.spec!r}"
-            f" has content hash {a.dataset.content_hash} but {b.dataset.spec!r} has"
-            f" {b.dataset.content_hash}; paired tests need the same samples"
-        )
-
-
-def paired_tables(
-    run_a: Run, run_b: Run, *, policy: ErrorPolicy | None = None
-) -> tuple[PairedTable, PairedTable]:
-    """``(attacks, benign)`` paired tables of two runs on the same dataset.
-
-    Matched by sample id; a pair is left out when either outcome is excluded by the
-    policy. Raises :class:`StatisticsError` for different content hashes or ids.
-    """
-    _check_same_data(run_a, run_b)
-    chosen = shared_policy((run_a, run_b), policy)
-    by_id = {s.id: o for s, o in zip(run_b.samples, run_b.outcomes, strict=True)}
-    if len(by_id) != len(run_a.samples) or any(s.id not in by_id for s in run_a.samples):
-        raise StatisticsError(
-            f"runs {run_a.id!r} and {run_b.id!r} share a content hash but not their sample ids"
-        )
-    cells = {True: [0, 0, 0, 0], False: [0, 0, 0, 0]}
-    for sample, outcome_a in zip(run_a.samples, run_a.outcomes, strict=True):
-        a = effective_blocked(outcome_a, chosen)
-        b = effective_blocked(by_id[sample.id], chosen)
-        if a is None or b is None:
-            continue
-        cells[sample.label == "attack"][(0 if b else 1) if a else (2 if b else 3)] += 1
-    return PairedTable(*cells[True]), PairedTable(*cells[False])
-
-
-@dataclass(frozen=True, slots=True)
-class PairedMetric:
-    """One metric of one pair: the table, both rates, their difference and McNemar."""
-
-    metric: str
-    table: PairedTable
-    rate_a: Rate
-    rate_b: Rate
-    difference: PairedDifference
-    test: McNemarResult
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "metric": self.metric,
-            "table": self.table.to_dict(),
-            "rate_a": self.rate_a.to_dict(),
-            "rate_b": self.rate_b.to_dict(),
-            "difference": self.difference.to_dict(),
-            "test": self.test.to_dict(),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class MetricVerdict:
-    """ "a is significantly better / worse than b, or no significant difference"."""
-
-    metric: str
-    verdict: str
-    p_value: float
-    p_adjusted: float
-    higher_is_better: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "metric": self.metric,
-            "verdict": self.verdict,
-            "p_value": self.p_value,
-            "p_adjusted": self.p_adjusted,
-            "higher_is_better": self.higher_is_better,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,56 +224,6 @@ def _labels(runs: Sequence[Run]) -> list[str]:
     return labels
 
 
-def _paired_metric(
-    metric: str, table: PairedTable, *, confidence: float, method: IntervalMethod
-) -> PairedMetric:
-    return PairedMetric(
-        metric,
-        table,
-        rate(table.k_a, table.n, confidence=confidence, method=method),
-        rate(table.k_b, table.n, confidence=confidence, method=method),
-        paired_difference(table, confidence=confidence),
-        mcnemar_test(table),
-    )
-
-
-def _scores_by_id(run: Run, policy: ErrorPolicy) -> dict[str, float]:
-    """Score per sample id under the policy (see :func:`score_arrays`); NaN = excluded."""
-    out = {}
-    for sample, outcome in zip(run.samples, run.outcomes, strict=True):
-        if outcome.verdict is not None and outcome.verdict.score is not None:
-            out[sample.id] = outcome.verdict.score
-        elif policy == "exclude":
-            out[sample.id] = math.nan
-        else:
-            out[sample.id] = math.inf if policy == "fail_closed" else -math.inf
-    return out
-
-
-def _aligned_scores(
-    a: Run, b: Run, policy: ErrorPolicy
-) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64], npt.NDArray[np.float64]] | None:
-    """Labels and both runs' scores on the samples both scored; None without scores."""
-    if not (has_scores(a) and has_scores(b)):
-        return None
-    sa_by, sb_by = _scores_by_id(a, policy), _scores_by_id(b, policy)
-    y = np.asarray([s.label == "attack" for s in a.samples], dtype=bool)
-    sa = np.asarray([sa_by[s.id] for s in a.samples], dtype=float)
-    sb = np.asarray([sb_by[s.id] for s in a.samples], dtype=float)
-    keep = ~(np.isnan(sa) | np.isnan(sb))
-    return y[keep], sa[keep], sb[keep]
-
-
-def _verdict(
-    metric: str, diff: float | None, p: float, adj: float, *, alpha: float, higher: bool
-) -> MetricVerdict:
-    if diff is None or adj >= alpha or diff == 0:
-        word = "no significant difference"
-    else:
-        word = "significantly better" if (diff > 0) == higher else "significantly worse"
-    return MetricVerdict(metric, word, p, adj, higher)
-
-
 def compare_runs(
     runs: Sequence[Run],
     *,
@@ -401,7 +252,7 @@ def compare_runs(
         raise StatisticsError(f"alpha must be in (0, 0.5), got {alpha!r}")
     confidence = _check_confidence(confidence)
     for other in runs[1:]:
-        _check_same_data(runs[0], other)
+        check_same_data(runs[0], other)
     chosen = shared_policy(runs, policy)
     labels = _labels(runs)
     summaries = [summarize(r, confidence=confidence, method=method, policy=chosen) for r in runs]
@@ -409,29 +260,29 @@ def compare_runs(
     for i in range(len(runs)):
         for j in range(i + 1, len(runs)):
             att, ben = paired_tables(runs[i], runs[j], policy=chosen)
-            aligned = _aligned_scores(runs[i], runs[j], chosen)
+            aligned = aligned_scores(runs[i], runs[j], chosen)
             auc = None if aligned is None else compare_auc(*aligned, confidence=confidence)
             raw.append(
                 (
                     i,
                     j,
-                    _paired_metric("block_rate", att, confidence=confidence, method=method),
-                    _paired_metric(
-                        "false_positive_rate", ben, confidence=confidence, method=method
-                    ),
+                    paired_metric("block_rate", att, confidence=confidence, method=method),
+                    paired_metric("false_positive_rate", ben, confidence=confidence, method=method),
                     auc,
                 )
             )
-    family: list[float] = []
+    # Tests without data (no pairs in a class, AUC undefined) cannot reject: p = 1,
+    # left out of the correction family.
+    family: list[float | None] = []
     for _, _, att_m, ben_m, auc in raw:
-        family += [att_m.test.p_value, ben_m.test.p_value]
+        family += [m.test.p_value if m.table.n else None for m in (att_m, ben_m)]
         if auc is not None:
-            family.append(auc.p_value)
-    adjusted = iter(adjust_p_values(family, method=correction))
+            family.append(None if auc.difference is None else auc.p_value)
+    adjusted = iter(corrected(family, method=correction))
     pairs = []
     for i, j, att_m, ben_m, auc in raw:
         verdicts = [
-            _verdict(
+            metric_verdict(
                 "block_rate",
                 att_m.difference.estimate,
                 att_m.test.p_value,
@@ -439,7 +290,7 @@ def compare_runs(
                 alpha=alpha,
                 higher=True,
             ),
-            _verdict(
+            metric_verdict(
                 "false_positive_rate",
                 ben_m.difference.estimate,
                 ben_m.test.p_value,
@@ -450,7 +301,7 @@ def compare_runs(
         ]
         if auc is not None:
             verdicts.append(
-                _verdict(
+                metric_verdict(
                     "roc_auc", auc.difference, auc.p_value, next(adjusted), alpha=alpha, higher=True
                 )
             )
@@ -492,7 +343,9 @@ def _non_inferiority(
                 non_inferiority_test(ben, margin=margin, alpha=alpha, higher_is_better=False),
             )
         )
-    adjusted = adjust_p_values([r[2].p_value for r in rows], method=correction)
+    adjusted = corrected(
+        [None if r[2].difference is None else r[2].p_value for r in rows], method=correction
+    )
     return tuple(
         NonInferiorityResult(c, labels[0], m, res, adj)
         for (c, m, res), adj in zip(rows, adjusted, strict=True)
