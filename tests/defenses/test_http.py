@@ -46,6 +46,13 @@ def test_default_mapping_reads_shieldbench_verdict_json(loopback: Any, closing: 
     assert d.name == f"http:{server.url}/v1/check"
 
 
+def test_unencodable_text_is_sent_with_replacement(loopback: Any, closing: Any) -> None:
+    server = loopback.serve(loopback.script(loopback.Reply(body={"blocked": False})))
+    d = http(closing, f"http:{server.url}/")
+    d.check("a\ud800b")
+    assert server.requests[0].json() == {"text": "a?b"}
+
+
 def test_optional_fields_may_be_absent(loopback: Any, closing: Any) -> None:
     server = loopback.serve(loopback.script(loopback.Reply(body={"blocked": False, "score": None})))
     d = http(closing, f"http:{server.url}/")

@@ -92,6 +92,14 @@ def test_the_request_is_a_deterministic_classification_prompt(loopback: Any, clo
     assert "logprobs" not in server.requests[-1].json()
 
 
+def test_unencodable_text_is_sent_with_replacement(loopback: Any, closing: Any) -> None:
+    server = loopback.serve(loopback.script(loopback.chat("SAFE")))
+    d = llm(server)
+    closing(d)
+    assert not d.check("a\ud800b").blocked
+    assert server.requests[0].chat_text() == "a?b"
+
+
 @pytest.mark.parametrize(
     "answer",
     ["This text is not an injection.", "MAYBE", "", '{"label": "unsure"}', "<think>hmm..."],

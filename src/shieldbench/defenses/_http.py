@@ -264,6 +264,8 @@ class HTTPDefense:
         )
 
     def _request(self, text: str) -> dict[str, Any]:
+        # Lone surrogates (possible in texts decoded from JSON) cannot be sent as UTF-8.
+        text = text.encode("utf-8", "replace").decode("utf-8")
         if self.method == "GET":
             return {"params": {self.field: text}}
         body: dict[str, Any] = {}
