@@ -1,0 +1,235 @@
+"""``shieldbench attack``, ``shieldbench mutators`` and ``shieldbench datasets mutate``.
+
+Thin over :mod:`shieldbench.attacks`: the search is :func:`run_attack`, the files
+come from :func:`write_attack_reports` (``attack.json``, ``attack.md``) and
+:func:`write_jsonl` (``bypasses.jsonl``, loadable with ``jsonl:``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from shieldbench.attacks import (
+    FAMILIES,
+    STRATEGIES,
+    AttackResult,
+    AttackSettings,
+    RoundSummary,
+    bypasses_dataset,
+    format_asr,
+    mutate_dataset,
+    mutators,
+    resolve_mutators,
+    run_attack,
+    write_attack_reports,
+    write_jsonl,
+)
+from shieldbench.cli._app import app, console, datasets_app, err_console
+from shieldbench.datasets import load_dataset
+from shieldbench.defenses import Defense, build_defense
+from shieldbench.errors import ConfigError
+from shieldbench.types import ERROR_POLICIES, TIERS, RunConfig
+
+__all__: list[str] = []
+
+
+def _close(defenses: list[Defense]) -> None:
+    for d in defenses:
+        close = getattr(d, "close", None)
+        if callable(close):
+            close()
+
+
+def _summary(result: AttackResult) -> Table:
+    f, c = result.figures, result.counts
+    table = Table(
+        title=f"Adaptive attack on {result.defense.spec} (95% Wilson intervals)",
+        title_justify="left",
+    )
+    table.add_column("figure")
+    table.add_column("value", overflow="fold")
+    q = f.queries_to_bypass.bypass
+    median = "–" if q.median is None else f"{q.median:g} (IQR {q.q1:g}–{q.q3:g})"
+    rows = (
+        ("static ASR", format_asr(f.static_asr)),
+        ("adaptive ASR", format_asr(f.adaptive_asr)),
+        ("payload-preserving ASR", format_asr(f.preserving_asr)),
+        ("searched attacks bypassed", format_asr(f.target_bypass_rate)),
+        ("median queries to first bypass", f"{median}; {q.n_never} never bypassed"),
+        ("search queries", f"{c.search_queries} of {result.settings.budget}"
+         f" ({c.errored_queries} errored); static pass {c.static_queries}"),
+        ("strategy", result.meta.strategy),
+    )  # fmt: skip
+    for label, value in rows:
+        table.add_row(label, Text(value))
+    for t in result.transfer:
+        table.add_row(
+            f"transfer to {t.defense.spec}",
+            Text(f"{format_asr(t.evaded)} evaded; originals {format_asr(t.original_asr)}"),
+        )
+    return table
+
+
+@app.command("attack")
+def attack(
+    defense: Annotated[str, typer.Option("--defense", "-d", help="Defense spec to attack.")],
+    dataset: Annotated[
+        str, typer.Option("--dataset", "-D", help="Dataset spec; its attack samples are used.")
+    ],
+    out: Annotated[Path, typer.Option(help="Report folder (attack.json, attack.md, ...).")],
+    budget: Annotated[
+        int, typer.Option(min=0, help="Search queries allowed (static pass not counted).")
+    ] = 1000,
+    rounds: Annotated[int, typer.Option(min=1, help="Search rounds.")] = 5,
+    seed: Annotated[int, typer.Option(help="Random seed (same seed, same attack).")] = 0,
+    mutator_names: Annotated[
+        str | None,
+        typer.Option(
+            "--mutators", help="Comma-separated mutators, a+b chains or families (default: all)."
+        ),
+    ] = None,
+    strategy: Annotated[
+        str, typer.Option(help=f"Search: {', '.join(STRATEGIES)} (auto: beam if scored).")
+    ] = "auto",
+    beam_width: Annotated[int, typer.Option(min=1, help="Candidates kept by beam search.")] = 4,
+    max_depth: Annotated[int, typer.Option(min=1, help="Longest mutation chain.")] = 3,
+    max_attacks: Annotated[
+        int | None, typer.Option(min=1, help="Attack samples to use (seeded subset).")
+    ] = None,
+    transfer: Annotated[
+        list[str] | None,
+        typer.Option("--transfer", help="Replay the bypasses against this defense (repeatable)."),
+    ] = None,
+    error_policy: Annotated[
+        str, typer.Option(help=f"How static errors count: {', '.join(ERROR_POLICIES)}.")
+    ] = "fail_closed",
+    timeout: Annotated[
+        float, typer.Option(help="Per-call timeout in seconds (0: no limit).")
+    ] = 30.0,
+    concurrency: Annotated[int, typer.Option(min=1, help="Calls in flight.")] = 8,
+    retries: Annotated[int, typer.Option(min=0, help="Retries of transient errors.")] = 2,
+    batch_size: Annotated[int, typer.Option(min=1, help="Texts per batch call.")] = 32,
+) -> None:
+    """Attack a defense adaptively: mutate the attacks it blocks until they get through,
+    within a query budget; report static vs adaptive ASR, ASR per query, what worked."""
+    if strategy not in STRATEGIES:
+        raise ConfigError(f"--strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
+    if error_policy not in ERROR_POLICIES:
+        raise ConfigError(
+            f"--error-policy {error_policy!r}: choose one of {', '.join(ERROR_POLICIES)}"
+        )
+    names = tuple(m.name for m in resolve_mutators(mutator_names))
+    settings = AttackSettings(
+        budget=budget,
+        rounds=rounds,
+        seed=seed,
+        strategy=strategy,  # type: ignore[arg-type]  # checked against STRATEGIES above
+        beam_width=beam_width,
+        max_depth=max_depth,
+        max_attacks=max_attacks,
+        mutators=names if mutator_names else (),
+    )
+    config = RunConfig(
+        error_policy=error_policy,  # type: ignore[arg-type]  # checked above
+        timeout_s=timeout or None,
+        concurrency=concurrency,
+        retries=retries,
+        warmup=0,
+        batch_size=batch_size,
+    )
+    data = load_dataset(dataset)
+    built: list[Defense] = []
+    try:
+        target = build_defense(defense)
+        built.append(target)
+        others: dict[str, Defense] = {}
+        for spec in transfer or []:
+            others[spec] = build_defense(spec)
+            built.append(others[spec])
+
+        def report(r: RoundSummary) -> None:
+            err_console.print(
+                f"round {r.round}: {r.candidates} candidates, {r.queries} queries,"
+                f" ASR {format_asr(r.asr)}",
+                highlight=False,
+            )
+
+        result = run_attack(
+            target,
+            data,
+            settings=settings,
+            config=config,
+            defense_spec=defense,
+            transfer=others,
+            on_round=report,
+        )
+    finally:
+        _close(built)
+    console.print(_summary(result))
+    paths = write_attack_reports(result, out)
+    paths["bypasses"] = write_jsonl(bypasses_dataset(result), out / "bypasses.jsonl")
+    for kind, path in paths.items():
+        console.print(f"{kind:>9}: {path}", highlight=False)
+
+
+@app.command("mutators")
+def list_mutators(
+    family: Annotated[str | None, typer.Option(help="Only this family.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """The mutators for `attack` and `datasets mutate`: family, whether a model can still
+    read the payload, whether it is exactly reversible."""
+    if family is not None and family not in FAMILIES:
+        raise ConfigError(f"--family {family!r}: choose one of {', '.join(FAMILIES[:-1])}")
+    chosen = [m for m in mutators if family is None or m.family == family]
+    if as_json:
+        typer.echo(json.dumps([m.to_dict() for m in chosen], indent=2))
+        return
+    table = Table(title=f"{len(chosen)} mutators")
+    for column in ("name", "family", "keeps payload", "reversible", "random", "description"):
+        table.add_column(column, overflow="fold")
+    for m in chosen:
+        table.add_row(
+            m.name,
+            m.family,
+            "yes" if m.preserves_payload else "no",
+            "yes" if m.reversible else "no",
+            "yes" if m.needs_rng else "no",
+            Text(m.description),
+        )
+    console.print(table)
+
+
+@datasets_app.command("mutate")
+def mutate(
+    spec: Annotated[str, typer.Argument(help="Dataset spec to mutate.")],
+    mutator_names: Annotated[
+        str, typer.Option("--mutators", help="Comma-separated mutators, a+b chains or families.")
+    ],
+    out: Annotated[Path, typer.Option(help="JSONL file to write (load it with jsonl:FILE).")],
+    seed: Annotated[int, typer.Option(help="Random seed (same seed, same variants).")] = 0,
+    only_attacks: Annotated[
+        bool, typer.Option("--only-attacks", help="Mutate attack samples only.")
+    ] = False,
+    tier: Annotated[str, typer.Option(help=f"Tier of the variants: {', '.join(TIERS)}.")] = (
+        "adaptive"
+    ),
+) -> None:
+    """Write a dataset of mutated variants (one per sample and mutator), each labelled
+    with its parent id and mutator, e.g. an encoding or paraphrased tier of a suite."""
+    variants = mutate_dataset(
+        load_dataset(spec), mutator_names, seed=seed, only_attacks=only_attacks, tier=tier
+    )
+    path = write_jsonl(variants, out)
+    counts = variants.label_counts()
+    console.print(
+        f"wrote {len(variants)} variants ({counts['attack']} attack, {counts['benign']} benign,"
+        f" tier {tier}) to {path}; load them with jsonl:{path}",
+        highlight=False,
+    )
