@@ -19,6 +19,7 @@ _EVIL = alt(
     "evil", "malicious", "rogue", "jailbroken", "unrestricted", "unfiltered", "uncensored",
     "amoral", "unethical", "immoral", "unaligned", "corrupt", "lawless", "unhinged", "toxic",
     "unbound", "unshackled", "unchained", "limitless", "unmoderated", "unrestrained",
+    "unlimited",
 )
 _RESTRICTIONS = alt(
     "restrictions?", "filters?", "filtering", "guidelines?", "polic(?:y|ies)", "limitations?",
@@ -73,7 +74,13 @@ JAILBREAK_RULES: tuple[Rule, ...] = (
        + alt("ways", "methods", "manners", "styles", "forms", "personalities", "voices")) + B),
     _r("role_manipulation.two_responses", 0.35,
        B + alt("two", "2") + "(?: " + alt("different", "separate", "distinct") + "){1,2} "
-       + alt("responses", "answers", "outputs", "replies", "personalities") + B),
+       + alt("responses", "answers", "outputs", "replies", "personalities") + B + "|" + B
+       + alt("respond", "answer", "reply") + " as both" + B),
+    _r("role_manipulation.not_as_ai", 0.5,
+       B + alt("do not", "don't", "dont", "never", "stop", "no longer") + " "
+       + alt("respond", "reply", "answer", "act", "talk", "speak") + " as "
+       + alt("gpt", "chatgpt", "an ai", "a language model", "an assistant", "yourself",
+             "claude", "the assistant") + B),
     _r("role_manipulation.persona_tag", 0.6,
        "\\[[^\\]\n]{0,4}" + alt("jailbreak", "jailbroken", "classic", "dan", "developer mode"
        " output", "normal output", "unlocked", "unfiltered") + "\\]"),
@@ -190,6 +197,9 @@ JAILBREAK_RULES: tuple[Rule, ...] = (
        "profanity", "swearing", "anything", "everything", "unethical content", "hate speech")
        + " (?:is|are) (?:now |also |fully )?" + alt("allowed", "permitted", "acceptable",
        "enabled") + B),
+    _r("dan_jailbreak.break_the_rules", 0.4,
+       B + "let'?s (?:just )?" + alt("break", "ignore", "bend", "forget") + " (?:the|all|some)"
+       " (?:fuckin'?g?|fucking|damn|goddamn|stupid|boring) ?rules" + B),
     _r("dan_jailbreak.without_restrictions", 0.3,
        B + alt("without", "no", "free of") + " (?:any |all |the |your )?"
        + alt("restrictions", "limitations", "filters", "filtering", "censorship",
@@ -206,7 +216,8 @@ JAILBREAK_RULES: tuple[Rule, ...] = (
        "vile", "evil", "wrong", "bad", "extreme", "disgusting", "graphic", "violent", "unsafe")
        + B),
     _r("dan_jailbreak.unfiltered_ai", 0.75,
-       B + _EVIL + "(?:,? (?:and )?" + _EVIL + ")? " + alt(_AI, "responses?", "entity",
+       B + _EVIL + "(?:,? (?:and )?(?:completely |totally |fully |entirely )?" + _EVIL + ")? "
+       + alt(_AI, "responses?", "entity",
        "persona", "version of (?:yourself|chatgpt|gpt|the ai)", "alter ego") + B),
     _r("dan_jailbreak.jailbreak_word", 0.3,
        B + alt("amoral", "unfiltered", "uncensored", "jailbroken", "jailbreak", "jailbreaking",
