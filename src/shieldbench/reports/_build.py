@@ -1,0 +1,346 @@
+"""Build the report model from runs (and an adaptive attack): :func:`build_report`.
+
+Every figure comes from :mod:`shieldbench.metrics`; this module decides what a
+report shows: one section per run, runs grouped by dataset content hash with a
+comparison when two or more defenses ran on the same data, worst cases, how
+errors counted, composite-defense facts, sample-size warnings and the
+recommendations of :mod:`shieldbench.reports._recommend`.
+
+Example:
+    >>> from shieldbench.metrics._testing import make_run
+    >>> run = make_run([("jailbreak", True, True, 0.9), ("jailbreak", True, False, 0.2),
+    ...                 ("chat", False, False, 0.1), ("chat", False, True, 0.7)])
+    >>> report = build_report([run])
+    >>> report.scope, report.runs[0].label, report.runs[0].worst_case.n_bypasses
+    ('run', 'test-defense', 1)
+    >>> report.runs[0].summary.rates.attack_success_rate.value
+    0.5
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from importlib import metadata
+from typing import Any
+
+import numpy as np
+
+from shieldbench.datasets import sample_size_warnings
+from shieldbench.defenses import dual_gain, path_shares
+from shieldbench.errors import ConfigError, StatisticsError
+from shieldbench.metrics import (
+    Comparison,
+    PrecisionRecallCurve,
+    RocCurve,
+    RunSummary,
+    compare_runs,
+    effective_blocked,
+    has_scores,
+    precision_recall_curve,
+    roc_curve,
+    score_arrays,
+    security_utility_tradeoff,
+    summarize,
+)
+from shieldbench.reports._attack_view import AttackLike, attack_view
+from shieldbench.reports._examples import worst_case
+from shieldbench.reports._model import (
+    AttackSection,
+    CompositeFacts,
+    DatasetGroup,
+    ErrorHandling,
+    LatencyHistogram,
+    Report,
+    ReportSettings,
+    RunSection,
+    Scope,
+    ScoreCurves,
+)
+from shieldbench.reports._recommend import recommend
+from shieldbench.types import ERROR_POLICIES, ErrorPolicy, Run
+
+__all__ = ["build_report"]
+
+CURVE_POINTS = 200
+HISTOGRAM_BINS = 30
+TEXT_LIMIT = 500
+_COUNTED_AS = {"fail_closed": "blocked", "fail_open": "allowed", "exclude": "excluded"}
+
+
+def _version() -> str:
+    try:
+        return metadata.version("shieldbench")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "unknown"
+
+
+def _labels(runs: Sequence[Run]) -> list[str]:
+    """Unique display labels: the defense spec, with the dataset or run id when needed."""
+    specs = Counter(r.defense.spec for r in runs)
+    pairs = Counter((r.defense.spec, r.dataset.spec) for r in runs)
+    labels = []
+    for r in runs:
+        if specs[r.defense.spec] == 1:
+            labels.append(r.defense.spec)
+        elif pairs[(r.defense.spec, r.dataset.spec)] == 1:
+            labels.append(f"{r.defense.spec} · {r.dataset.spec}")
+        else:
+            labels.append(f"{r.defense.spec} [{r.id}]")
+    seen: Counter[str] = Counter()
+    unique = []
+    for label in labels:
+        seen[label] += 1
+        unique.append(label if seen[label] == 1 else f"{label} #{seen[label]}")
+    return unique
+
+
+def _thin(n: int, max_points: int) -> list[int]:
+    return sorted(set(np.linspace(0, n - 1, min(n, max_points)).round().astype(int).tolist()))
+
+
+def _curves(run: Run, policy: ErrorPolicy, target_fpr: float) -> ScoreCurves | None:
+    if not has_scores(run):
+        return None
+    y, s = score_arrays(run, policy=policy)
+    if y.all() or not y.any():
+        return None
+    roc = roc_curve(y, s)
+    keep = _thin(len(roc.fpr), CURVE_POINTS)
+    roc = RocCurve(
+        tuple(roc.fpr[i] for i in keep),
+        tuple(roc.tpr[i] for i in keep),
+        tuple(roc.thresholds[i] for i in keep),
+        roc.n_attacks,
+        roc.n_benign,
+    )
+    pr = precision_recall_curve(y, s)
+    keep = _thin(len(pr.precision), CURVE_POINTS)
+    pr = PrecisionRecallCurve(
+        tuple(pr.precision[i] for i in keep),
+        tuple(pr.recall[i] for i in keep),
+        tuple(pr.thresholds[i] for i in keep if i < len(pr.thresholds)),
+        pr.n_attacks,
+        pr.n_benign,
+    )
+    tradeoff = security_utility_tradeoff(
+        run, max_fpr=target_fpr, policy=policy, max_points=CURVE_POINTS
+    )
+    return ScoreCurves(roc, pr, tradeoff, CURVE_POINTS)
+
+
+def _latency_histogram(run: Run) -> LatencyHistogram | None:
+    values = np.asarray(
+        [o.latency_ms for o in run.outcomes if o.status == "ok" and o.latency_ms is not None],
+        dtype=float,
+    )
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return None
+    lo, hi = float(values.min()), float(values.max())
+    if hi <= lo:
+        hi = lo + max(abs(lo) * 0.01, 1e-6)
+    log = lo > 0 and hi / lo > 20
+    edges = np.geomspace(lo, hi, HISTOGRAM_BINS + 1) if log else np.linspace(lo, hi, 31)
+    counts, edges = np.histogram(values, bins=edges)
+    return LatencyHistogram(
+        tuple(float(e) for e in edges),
+        tuple(int(c) for c in counts),
+        "log" if log else "linear",
+    )
+
+
+def _error_handling(run: Run, summary: RunSummary) -> ErrorHandling:
+    policy = summary.settings.policy
+    counts = summary.operations.errors
+    attack_errors = benign_errors = 0
+    messages: list[str] = []
+    for sample, outcome in run.pairs():
+        if outcome.status == "ok":
+            continue
+        if sample.is_attack:
+            attack_errors += 1
+        else:
+            benign_errors += 1
+        message = (outcome.error or outcome.status)[:300]
+        if len(messages) < 3 and message not in messages:
+            messages.append(message)
+    return ErrorHandling(
+        policy,
+        _COUNTED_AS[policy],
+        counts.total,
+        len(run.outcomes),
+        dict(counts.by_status),
+        dict(counts.by_type),
+        attack_errors,
+        benign_errors,
+        tuple(messages),
+    )
+
+
+def _composite(run: Run) -> CompositeFacts | None:
+    shares = path_shares(run)
+    gain = dual_gain(run)
+    has_paths = shares.fast + shares.deep > 0
+    has_dual = gain.attacks + gain.benign + gain.warn_errors > 0
+    if not (has_paths or has_dual):
+        return None
+    return CompositeFacts(shares if has_paths else None, gain if has_dual else None)
+
+
+def _section(
+    run: Run, label: str, *, policy: ErrorPolicy | None, settings: ReportSettings
+) -> RunSection:
+    summary = summarize(
+        run,
+        policy=policy,
+        coverage_target=settings.coverage_target,
+        target_fpr=settings.target_fpr,
+    )
+    chosen: ErrorPolicy = summary.settings.policy  # type: ignore[assignment]
+    blocked = [effective_blocked(o, chosen) for o in run.outcomes]
+    return RunSection(
+        label=label,
+        run_id=run.id,
+        defense=run.defense,
+        dataset=run.dataset,
+        config=run.config,
+        environment=run.environment,
+        started=run.started,
+        finished=run.finished,
+        summary=summary,
+        curves=_curves(run, chosen, settings.target_fpr),
+        latency_histogram=_latency_histogram(run),
+        errors=_error_handling(run, summary),
+        worst_case=worst_case(
+            run, label, summary, blocked, examples=settings.examples, text_limit=TEXT_LIMIT
+        ),
+        composite=_composite(run),
+    )
+
+
+def _groups(
+    runs: Sequence[Run],
+    labels: Sequence[str],
+    *,
+    policy: ErrorPolicy | None,
+    margin: float,
+    comparison: Comparison | None,
+) -> tuple[DatasetGroup, ...]:
+    by_hash: dict[str, list[int]] = {}
+    for i, r in enumerate(runs):
+        by_hash.setdefault(r.dataset.content_hash, []).append(i)
+    groups = []
+    for content_hash, members in by_hash.items():
+        group_runs = [runs[i] for i in members]
+        cmp: Comparison | None = None
+        note: str | None = None
+        if len(group_runs) >= 2:
+            if comparison is not None and comparison.content_hash == content_hash:
+                cmp = comparison
+            else:
+                try:
+                    cmp = compare_runs(group_runs, policy=policy)
+                except StatisticsError as exc:
+                    note = f"not compared: {exc}"
+        groups.append(
+            DatasetGroup(
+                group_runs[0].dataset,
+                tuple(labels[i] for i in members),
+                cmp,
+                note,
+                sample_size_warnings(group_runs[0].samples, margin=margin),
+            )
+        )
+    return tuple(groups)
+
+
+def _default_title(runs: Sequence[Run], attack: AttackSection | None) -> str:
+    if attack is not None:
+        v = attack.view
+        return f"shieldbench adaptive attack: {v.defense.spec} on {v.dataset.spec}"
+    if len(runs) == 1:
+        return f"shieldbench report: {runs[0].defense.spec} on {runs[0].dataset.spec}"
+    n_def = len({r.defense.spec for r in runs})
+    n_data = len({r.dataset.content_hash for r in runs})
+    return (
+        f"shieldbench benchmark: {n_def} defense{'s' * (n_def != 1)} on"
+        f" {n_data} dataset{'s' * (n_data != 1)}"
+    )
+
+
+def _check_options(runs: Sequence[Run], margin: float, examples: int, attack: Any) -> None:
+    if not runs and attack is None:
+        raise ConfigError("a report needs at least one run or an adaptive attack result")
+    for i, r in enumerate(runs):
+        if not isinstance(r, Run):
+            raise ConfigError(f"runs[{i}] is a {type(r).__name__}, not a shieldbench Run")
+    if not 0.0 < margin <= 0.5:
+        raise ConfigError(f"margin must be in (0, 0.5], e.g. 0.1 for ±10 points; got {margin!r}")
+    if isinstance(examples, bool) or not isinstance(examples, int) or examples < 0:
+        raise ConfigError(f"examples must be a whole number >= 0, got {examples!r}")
+    if attack is not None and not callable(getattr(attack, "to_dict", None)):
+        raise ConfigError(
+            f"attack must be an adaptive-attack result with to_dict(), got {type(attack).__name__}"
+        )
+
+
+def build_report(
+    runs: Sequence[Run],
+    *,
+    title: str | None = None,
+    margin: float = 0.1,
+    examples: int = 5,
+    attack: AttackLike | None = None,
+    comparison: Comparison | None = None,
+    policy: ErrorPolicy | None = None,
+    generated_at: datetime | None = None,
+) -> Report:
+    """The report model of ``runs`` (one or several) and/or an adaptive ``attack``.
+
+    - ``margin``: the wanted half-width of a 95% interval; sample-size warnings and
+      the "interval too wide" recommendations use it.
+    - ``examples``: example bypasses per attack category and false positives per
+      benign category kept in the model (the Markdown view prints the worst
+      ``examples`` of each kind per run; JSON and HTML carry them all).
+    - ``attack``: an adaptive-attack result (:mod:`shieldbench.attacks`) to report.
+    - ``comparison``: a precomputed :func:`~shieldbench.metrics.compare_runs` result
+      (e.g. with a non-inferiority margin) used for the runs on its dataset;
+      otherwise runs sharing a content hash are compared with the defaults.
+    - ``policy``: read every run under this error policy instead of its own.
+    - ``generated_at``: the report's timestamp (default: now, UTC).
+    """
+    runs = list(runs)
+    _check_options(runs, margin, examples, attack)
+    if policy is not None and policy not in ERROR_POLICIES:
+        raise ConfigError(f"policy must be one of {', '.join(ERROR_POLICIES)}, got {policy!r}")
+    settings = ReportSettings(
+        margin=margin,
+        examples=examples,
+        coverage_target=0.9,
+        target_fpr=0.01,
+        text_limit=TEXT_LIMIT,
+    )
+    labels = _labels(runs)
+    sections = tuple(
+        _section(r, label, policy=policy, settings=settings)
+        for r, label in zip(runs, labels, strict=True)
+    )
+    groups = _groups(runs, labels, policy=policy, margin=margin, comparison=comparison)
+    attack_section = None
+    if attack is not None:
+        data = attack.to_dict()
+        attack_section = AttackSection(attack, data, attack_view(data))
+    scope: Scope = "attack" if attack is not None else ("run" if len(runs) == 1 else "benchmark")
+    return Report(
+        title=title or _default_title(runs, attack_section),
+        scope=scope,
+        generated_at=generated_at or datetime.now(UTC),
+        shieldbench_version=_version(),
+        settings=settings,
+        runs=sections,
+        groups=groups,
+        attack=attack_section,
+        recommendations=recommend(sections, groups, attack_section, settings),
+    )

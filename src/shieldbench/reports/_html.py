@@ -1,0 +1,303 @@
+"""The HTML view: one self-contained file with inline SVG charts.
+
+The page is rendered by a Jinja2 template (``templates/report.html``) with
+autoescaping **on**, so every value that comes from data or plugins is escaped in
+text and attribute context; data never lands in a URL, style or event-handler
+attribute. Only four things are inserted unescaped, all ours: the CSS, the small
+filter script, and the chart SVGs (checked by
+:func:`~shieldbench.reports._charts.clean_svg`).
+
+Defence in depth: a Content-Security-Policy meta tag allows no network access at
+all (``default-src 'none'``), images only from ``data:``, and scripts only when
+their SHA-256 matches the report's own script, so even a payload that escaped the
+escaping could not run. Styles must allow ``'unsafe-inline'`` because matplotlib
+writes ``style`` attributes into its SVG.
+
+The file opens from disk, needs no server, and stays small: curves are thinned,
+example texts cut to ``settings.text_limit`` characters, and at most
+:data:`MAX_ATTACK_BYPASSES` adaptive-attack bypasses are listed (all are in the
+JSON report).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from jinja2 import Environment, StrictUndefined, Template
+from markupsafe import Markup
+
+from shieldbench.metrics import Estimate, Rate
+from shieldbench.reports import _attack_charts, _charts
+from shieldbench.reports._format import (
+    DASH,
+    est_text,
+    ms,
+    num,
+    p_text,
+    pct,
+    rate_text,
+)
+from shieldbench.reports._markdown_more import paired_difference_text
+from shieldbench.reports._model import DatasetGroup, Report, RunSection
+from shieldbench.reports._summary_rows import summary_rows
+
+__all__ = ["CSP_TEMPLATE", "MAX_ATTACK_BYPASSES", "render_html"]
+
+MAX_ATTACK_BYPASSES = 200
+CSP_TEMPLATE = (
+    "default-src 'none'; script-src '{script_hash}'; style-src 'unsafe-inline';"
+    " img-src data:; base-uri 'none'; form-action 'none'"
+)
+
+
+def _asset(name: str) -> str:
+    return resources.files("shieldbench.reports").joinpath("templates", name).read_text("utf-8")
+
+
+def _ci(r: Rate) -> str:
+    if r.value is None:
+        return "undefined (no samples)"
+    return f"95% CI {100 * r.ci_low:.1f}–{100 * r.ci_high:.1f}%"
+
+
+def _eci(e: Estimate) -> str:
+    if e.value is None:
+        return "no data"
+
+    def f(x: float | None) -> str:
+        return "?" if x is None else ms(x)
+
+    return f"95% CI {f(e.ci_low)} – {f(e.ci_high)}"
+
+
+def _cut(text: object, limit: int = 500) -> str:
+    s = str(text)
+    return s if len(s) <= limit else s[:limit] + f" … ({len(s)} characters)"
+
+
+@cache
+def _environment() -> Environment:
+    env = Environment(autoescape=True, undefined=StrictUndefined, keep_trailing_newline=True)
+    env.filters.update(
+        rate=lambda r, n=False: rate_text(r, n=n),
+        est=lambda e, digits=3: est_text(e, digits=digits),
+        pct=lambda x, digits=1: pct(x, digits=digits),
+        ms=ms,
+        num=lambda x, digits=3: num(x, digits=digits),
+        p=p_text,
+        ci=_ci,
+        eci=_eci,
+        cut=_cut,
+    )
+    return env
+
+
+@cache
+def _template_source() -> tuple[str, str, str]:
+    return _asset("report.html"), _asset("report.css"), _asset("report.js")
+
+
+@cache
+def _template() -> Template:
+    return _environment().from_string(_template_source()[0])
+
+
+@dataclass(frozen=True, slots=True)
+class _PairRow:
+    a: str
+    b: str
+    metric: str
+    va: str
+    vb: str
+    diff: str
+    discordant: str
+    test: str
+    p: str
+    p_adj: str
+    verdict: str
+
+
+@dataclass(frozen=True, slots=True)
+class _GroupView:
+    group: DatasetGroup
+    runs: tuple[RunSection, ...]
+    category_svg: Markup | None
+    fpr_svg: Markup | None
+    heatmap_svg: Markup | None
+    roc_svg: Markup | None
+    pr_svg: Markup | None
+    pair_rows: tuple[_PairRow, ...]
+
+
+def _safe(svg: str | None) -> Markup | None:
+    return None if svg is None else Markup(svg)  # our own SVG, checked by clean_svg
+
+
+def _pair_rows(group: DatasetGroup) -> tuple[_PairRow, ...]:
+    cmp = group.comparison
+    if cmp is None:
+        return ()
+    rows = []
+    for pair in cmp.pairs:
+        verdicts = {v.metric: v for v in pair.verdicts}
+        for m in (pair.attacks, pair.benign):
+            v = verdicts[m.metric]
+            rows.append(
+                _PairRow(
+                    pair.a,
+                    pair.b,
+                    m.metric.replace("_", " "),
+                    rate_text(m.rate_a, n=False),
+                    rate_text(m.rate_b, n=False),
+                    paired_difference_text(m),
+                    f"{m.table.only_a} / {m.table.only_b}",
+                    m.test.method,
+                    p_text(v.p_value),
+                    p_text(v.p_adjusted),
+                    v.verdict,
+                )
+            )
+        if pair.auc is not None and pair.auc.difference is not None and "roc_auc" in verdicts:
+            v = verdicts["roc_auc"]
+            auc = pair.auc
+            rows.append(
+                _PairRow(
+                    pair.a,
+                    pair.b,
+                    "ROC-AUC",
+                    est_text(auc.auc_a),
+                    est_text(auc.auc_b),
+                    f"{auc.difference:+.3f} [{auc.ci_low:+.3f}, {auc.ci_high:+.3f}]",
+                    DASH,
+                    "DeLong (paired)",
+                    p_text(v.p_value),
+                    p_text(v.p_adjusted),
+                    v.verdict,
+                )
+            )
+    return tuple(rows)
+
+
+_GROUP_CHARTS: dict[str, Callable[..., str | None]] = {
+    "categories": _charts.category_chart,
+    "fpr": _charts.fpr_chart,
+    "heatmap": _charts.heatmap_chart,
+    "roc": _charts.roc_chart,
+    "pr": _charts.pr_chart,
+}
+
+
+def _group_views(report: Report, *, charts: bool) -> list[_GroupView]:
+    views = []
+    for i, g in enumerate(report.groups):
+        runs = tuple(report.run(label) for label in g.runs)
+        svgs = {
+            name: _safe(draw(runs, name=f"{name}-{i}")) if charts else None
+            for name, draw in _GROUP_CHARTS.items()
+        }
+        views.append(
+            _GroupView(
+                g,
+                runs,
+                svgs["categories"],
+                svgs["fpr"],
+                svgs["heatmap"],
+                svgs["roc"],
+                svgs["pr"],
+                _pair_rows(g),
+            )
+        )
+    return views
+
+
+def _composites(runs: Sequence[RunSection]) -> list[tuple[str, str, str]]:
+    rows = []
+    for r in runs:
+        c = r.composite
+        if c is None:
+            continue
+        if c.path_shares is not None:
+            ps = c.path_shares
+            rows.append(
+                (
+                    r.label,
+                    "tiered paths",
+                    f"fast {ps.fast} ({pct(ps.fast_share)}), deep {ps.deep}"
+                    f" ({pct(ps.deep_share)}), other {ps.other}",
+                )
+            )
+        if c.dual_gain is not None:
+            dg = c.dual_gain
+            rows.append(
+                (
+                    r.label,
+                    "dual: what the warn-only stage would add",
+                    f"+{dg.extra_attacks_caught} attacks caught (+{pct(dg.extra_block_rate)} of"
+                    f" {dg.attacks}), +{dg.extra_false_positives} false positives"
+                    f" (+{pct(dg.extra_false_positive_rate)} of {dg.benign}),"
+                    f" {dg.warn_errors} warner errors",
+                )
+            )
+    return rows
+
+
+def _context(report: Report, *, charts: bool) -> dict[str, Any]:
+    _, css, js = _template_source()
+    digest = base64.b64encode(hashlib.sha256(js.encode("utf-8")).digest()).decode("ascii")
+    groups = _group_views(report, charts=charts)
+    examples = [
+        e for r in report.runs for e in (*r.worst_case.bypasses, *r.worst_case.false_positives)
+    ]
+    env_pairs = sorted({(k, v) for r in report.runs for k, v in r.environment.items()})
+    attack = report.attack.view if report.attack is not None else None
+    attack_bypasses = []
+    if attack is not None:
+        ordered = sorted(attack.bypasses, key=lambda b: not b.get("preserves_payload"))
+        attack_bypasses = ordered[:MAX_ATTACK_BYPASSES]
+    return {
+        "report": report,
+        "csp": CSP_TEMPLATE.format(script_hash=f"sha256-{digest}"),
+        "css": Markup(css),  # our own stylesheet
+        "js": Markup(js),  # our own script, allowed by its CSP hash
+        "groups": groups,
+        "has_comparison": any(g.comparison or g.comparison_note for g in report.groups),
+        "has_curves": any(r.curves is not None for r in report.runs),
+        "environment": env_pairs,
+        "summary_rows": summary_rows(report.runs),
+        "tradeoffs": [
+            (r.label, _safe(_charts.tradeoff_chart(r, name=f"tradeoff-{i}")) if charts else None)
+            for i, r in enumerate(report.runs)
+            if r.curves is not None
+        ],
+        "latency_svg": _safe(_charts.latency_chart(report.runs)) if charts else None,
+        "worst_rows": [(r.label, g) for r in report.runs for g in r.worst_case.worst_categories],
+        "examples": examples,
+        "example_runs": sorted({e.run for e in examples}),
+        "example_categories": sorted({e.category for e in examples}),
+        "composites": _composites(report.runs),
+        "warnings": [(g.dataset.spec, w) for g in report.groups for w in g.sample_size_warnings],
+        "attack_asr_svg": _safe(_attack_charts.asr_queries_chart(attack))
+        if charts and attack is not None
+        else None,
+        "attack_mutator_svg": _safe(_attack_charts.mutator_chart(attack))
+        if charts and attack is not None
+        else None,
+        "attack_bypasses": attack_bypasses,
+        "attack_categories": sorted({str(b.get("category")) for b in attack_bypasses}),
+    }
+
+
+def render_page(report: Report, *, charts: bool = True) -> str:
+    """The HTML page; ``charts=False`` leaves the charts out (fast, for tests)."""
+    return _template().render(**_context(report, charts=charts))
+
+
+def render_html(report: Report) -> str:
+    """The report as one self-contained HTML page with inline SVG charts."""
+    return render_page(report, charts=True)

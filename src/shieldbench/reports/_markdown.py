@@ -1,0 +1,383 @@
+"""The Markdown view of a report: for pull requests, chat and terminals.
+
+Structure (sections without content are left out): title and provenance,
+recommendations, configuration, summary with 95% intervals, per-category results
+(and per tier / severity / source / subcategory where the data has them),
+latency and throughput, errors and how the policy counted them, comparisons,
+the adaptive attack, worst cases with example bypasses and false positives,
+composite-defense facts and sample-size warnings.
+
+Every value that comes from data or plugins (texts, categories, specs, error
+messages, recommendation messages) goes through :func:`md_text`; numbers we
+format ourselves are the only unescaped cells. The Markdown view prints the
+worst ``settings.examples`` bypasses and false positives per run; the JSON and
+HTML views carry all examples of the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from shieldbench.metrics import GroupRates
+from shieldbench.reports._format import DASH, INTERVAL_NAMES, est_text, ms, num, pct, rate_text
+from shieldbench.reports._markdown_more import attack_markdown, comparison_markdown
+from shieldbench.reports._mdescape import Md, md_table, md_text
+from shieldbench.reports._model import Example, Report, RunSection
+from shieldbench.reports._summary_rows import summary_rows
+
+__all__ = ["render_markdown"]
+
+_DIMENSION_TITLES = {
+    "category": "category",
+    "subcategory": "subcategory",
+    "tier": "difficulty tier",
+    "severity": "severity",
+    "source": "source",
+}
+_PRIORITY = {"critical": "🔴 **critical**", "warning": "🟠 **warning**", "info": "🔵 info"}
+
+
+def _m(text: str) -> Md:
+    return Md(text)
+
+
+def _header(report: Report) -> list[str]:
+    return [
+        f"# {md_text(report.title)}",
+        "",
+        f"Generated {report.generated_at.isoformat(timespec='seconds')} by shieldbench"
+        f" {md_text(report.shieldbench_version)} · report schema v{report.schema_version}"
+        f" · {len(report.runs)} run{'s' * (len(report.runs) != 1)}"
+        + (" · adaptive attack" if report.attack is not None else "")
+        + ". Rates are shown as value [95% interval] with n, the number of samples behind"
+        " them.",
+    ]
+
+
+def _recommendations(report: Report) -> list[str]:
+    if not report.recommendations:
+        return []
+    lines = ["", "## Recommendations", ""]
+    for r in report.recommendations:
+        lines.append(
+            f"- {_PRIORITY[r.priority]} ({md_text(r.rule)}) **{md_text(r.subject)}**:"
+            f" {md_text(r.message)}"
+        )
+    return lines
+
+
+def _configuration(runs: Sequence[RunSection]) -> list[str]:
+    if not runs:
+        return []
+    rows: list[tuple[str, list[str]]] = [
+        ("Defense spec", [r.defense.spec for r in runs]),
+        ("Defense version", [r.defense.version or DASH for r in runs]),
+        ("Dataset", [r.dataset.spec for r in runs]),
+        ("Dataset version (content hash)", [r.dataset.content_hash for r in runs]),
+        ("Samples", [str(r.dataset.n_samples) for r in runs]),
+        ("Run id", [r.run_id for r in runs]),
+        ("Started", [f"{r.started:%Y-%m-%d %H:%M:%S %Z}".strip() for r in runs]),
+        ("Duration", [f"{(r.finished - r.started).total_seconds():.1f} s" for r in runs]),
+        ("Error policy", [r.config.error_policy for r in runs]),
+        (
+            "Timeout / retries",
+            [
+                f"{DASH if r.config.timeout_s is None else f'{r.config.timeout_s:g} s'}"
+                f" / {r.config.retries}"
+                for r in runs
+            ],
+        ),
+        (
+            "Concurrency / batch / warm-up",
+            [f"{r.config.concurrency} / {r.config.batch_size} / {r.config.warmup}" for r in runs],
+        ),
+    ]
+    keys = sorted({k for r in runs for k in r.environment})
+    rows += [(f"Environment: {k}", [r.environment.get(k, DASH) for r in runs]) for k in keys]
+    body: list[list[str | Md]] = [[name, *values] for name, values in rows]
+    return ["", "## Configuration", "", md_table(["", *(r.label for r in runs)], body)]
+
+
+def _summary(runs: Sequence[RunSection]) -> list[str]:
+    if not runs:
+        return []
+    rows: list[list[str | Md]] = [
+        [name, *(Md(c) for c in cells)] for name, cells in summary_rows(runs)
+    ]
+    method = runs[0].summary.settings.method
+    return [
+        "",
+        f"## Summary ({INTERVAL_NAMES.get(method, method)} 95% intervals)",
+        "",
+        md_table(["Metric", *(r.label for r in runs)], rows),
+    ]
+
+
+def _group_rows(groups: Sequence[GroupRates], target: float) -> list[list[str | Md]]:
+    rows: list[list[str | Md]] = []
+    for g in groups:
+        br = g.block_rate
+        covered = DASH if br.value is None else ("yes" if br.value >= target else "**no**")
+        errors = g.confusion.errors + g.confusion.timeouts
+        rows.append(
+            [
+                g.group,
+                _m(str(g.confusion.n_attacks)),
+                _m(rate_text(br, n=False)),
+                _m(rate_text(g.attack_success_rate, n=False)),
+                _m(covered),
+                _m(str(g.confusion.n_benign)),
+                _m(rate_text(g.false_positive_rate, n=False)),
+                _m(str(errors)),
+            ]
+        )
+    return rows
+
+
+def _breakdowns(runs: Sequence[RunSection]) -> list[str]:
+    lines: list[str] = []
+    for r in runs:
+        target = r.summary.settings.coverage_target
+        for dim, groups in r.summary.breakdowns.by.items():
+            title = _DIMENSION_TITLES.get(dim, dim)
+            lines += [
+                "",
+                f"## Per {title}: {md_text(r.label)}",
+                "",
+                md_table(
+                    [
+                        title.capitalize(),
+                        "Attacks",
+                        "Block rate",
+                        "ASR",
+                        f"≥ {pct(target, digits=0)}",
+                        "Benign",
+                        "FPR",
+                        "Errors",
+                    ],
+                    _group_rows(groups, target),
+                ),
+            ]
+    return lines
+
+
+def _latency(runs: Sequence[RunSection]) -> list[str]:
+    if not runs:
+        return []
+    rows: list[list[str | Md]] = []
+    for r in runs:
+        lat, thr = r.summary.operations.latency, r.summary.operations.throughput
+        rows.append(
+            [
+                r.label,
+                _m(str(lat.n)),
+                _m(est_text(lat.p50, digits=2)),
+                _m(est_text(lat.p95, digits=2)),
+                _m(est_text(lat.p99, digits=2)),
+                _m(ms(lat.mean_ms)),
+                _m(ms(lat.max_ms)),
+                _m(num(thr.samples_per_s, digits=1)),
+                _m(num(thr.calls_per_s_per_worker, digits=1)),
+            ]
+        )
+    return [
+        "",
+        "## Latency and throughput",
+        "",
+        "Latency in ms over ok calls (warm-up excluded); percentile intervals are"
+        " order-statistic intervals (`?`: too few calls to bound the tail).",
+        "",
+        md_table(
+            [
+                "Defense",
+                "n",
+                "p50",
+                "p95",
+                "p99",
+                "mean",
+                "max",
+                "samples/s (run)",
+                "calls/s per worker",
+            ],
+            rows,
+        ),
+    ]
+
+
+def _errors(runs: Sequence[RunSection]) -> list[str]:
+    if not any(r.errors.total for r in runs):
+        return ["", "## Errors", "", "No call failed or timed out."] if runs else []
+    rows: list[list[str | Md]] = []
+    notes: list[str] = []
+    for r in runs:
+        e = r.errors
+        kinds = ", ".join(f"{k} ×{v}" for k, v in e.by_type.items()) or DASH
+        rows.append(
+            [
+                r.label,
+                _m(f"{e.total} of {e.n_outcomes} ({pct(e.error_rate)})"),
+                _m(str(e.by_status.get("timeout", 0))),
+                kinds,
+                e.policy,
+                _m(
+                    f"counted as {e.counted_as}: {e.attack_errors} attack, {e.benign_errors} benign"
+                ),
+            ]
+        )
+        notes += [f"- {md_text(r.label)}: {md_text(m)}" for m in e.messages]
+    lines = [
+        "",
+        "## Errors",
+        "",
+        "Failed calls are outcomes too: the error policy decides, explicitly, whether they"
+        " count as blocked (fail_closed), allowed (fail_open) or are left out (exclude).",
+        "",
+        md_table(["Defense", "Failed", "Timeouts", "By type", "Policy", "Effect"], rows),
+    ]
+    if notes:
+        lines += ["", "First error messages:", "", *notes]
+    return lines
+
+
+def _example_rows(examples: Sequence[Example]) -> list[list[str | Md]]:
+    rows: list[list[str | Md]] = []
+    for e in examples:
+        text = e.text + (f" … ({e.text_length} characters)" if e.truncated else "")
+        rows.append(
+            [
+                e.run,
+                e.sample_id,
+                e.category,
+                e.tier or DASH,
+                _m(num(e.score)),
+                ", ".join(e.reasons) or DASH,
+                text,
+            ]
+        )
+    return rows
+
+
+def _worst_case(report: Report) -> list[str]:
+    runs = report.runs
+    if not runs:
+        return []
+    k = report.settings.examples
+    lines = ["", "## Worst case"]
+    worst: list[list[str | Md]] = [
+        [
+            r.label,
+            g.group,
+            _m(rate_text(g.attack_success_rate)),
+            _m(rate_text(g.block_rate, n=False)),
+        ]
+        for r in runs
+        for g in r.worst_case.worst_categories
+    ]
+    if worst:
+        lines += [
+            "",
+            "### Highest attack success rate categories",
+            "",
+            md_table(["Defense", "Category", "ASR", "Block rate"], worst),
+        ]
+    headers = ["Defense", "Sample", "Category", "Tier", "Score", "Reasons", "Text"]
+    for kind, title in (
+        ("bypass", "Example bypasses"),
+        ("false_positive", "Example false positives"),
+    ):
+        shown: list[Example] = []
+        total = kept = 0
+        for r in runs:
+            wc = r.worst_case
+            pool = wc.bypasses if kind == "bypass" else wc.false_positives
+            shown += pool[:k]
+            kept += len(pool)
+            total += wc.n_bypasses if kind == "bypass" else wc.n_false_positives
+        lines += ["", f"### {title}", ""]
+        if not shown:
+            lines.append("None." if total == 0 else "Not shown (examples=0).")
+            continue
+        lines.append(md_table(headers, _example_rows(shown)))
+        lines += [
+            "",
+            f"Showing {len(shown)} of {total} ({kept} in report.json and report.html),"
+            " worst first.",
+        ]
+    return lines
+
+
+def _composite(runs: Sequence[RunSection]) -> list[str]:
+    rows: list[list[str | Md]] = []
+    for r in runs:
+        c = r.composite
+        if c is None:
+            continue
+        if c.path_shares is not None:
+            ps = c.path_shares
+            rows.append(
+                [
+                    r.label,
+                    "tiered paths",
+                    _m(
+                        f"fast {ps.fast} ({pct(ps.fast_share)}), deep {ps.deep}"
+                        f" ({pct(ps.deep_share)}), other {ps.other}"
+                    ),
+                ]
+            )
+        if c.dual_gain is not None:
+            dg = c.dual_gain
+            rows.append(
+                [
+                    r.label,
+                    "dual: warner would add",
+                    _m(
+                        f"+{dg.extra_attacks_caught} attacks caught"
+                        f" (+{pct(dg.extra_block_rate)} of {dg.attacks}),"
+                        f" +{dg.extra_false_positives} false positives"
+                        f" (+{pct(dg.extra_false_positive_rate)} of {dg.benign}),"
+                        f" {dg.warn_errors} warner errors"
+                    ),
+                ]
+            )
+    if not rows:
+        return []
+    return ["", "## Composite defenses", "", md_table(["Defense", "Fact", "Value"], rows)]
+
+
+def _sample_sizes(report: Report) -> list[str]:
+    lines: list[str] = []
+    for g in report.groups:
+        if not g.sample_size_warnings:
+            continue
+        if not lines:
+            lines = [
+                "",
+                "## Sample-size warnings",
+                "",
+                f"Samples needed for a ±{100 * report.settings.margin:g}-point 95% interval"
+                " at the worst-case rate of 50%:",
+                "",
+            ]
+        lines += [
+            f"- {md_text(g.dataset.spec)}: {md_text(w.message)}" for w in g.sample_size_warnings
+        ]
+    return lines
+
+
+def render_markdown(report: Report) -> str:
+    """The report as GitHub-flavoured Markdown (see the module doc for the structure)."""
+    lines = _header(report)
+    lines += _recommendations(report)
+    lines += _configuration(report.runs)
+    lines += _summary(report.runs)
+    lines += _breakdowns(report.runs)
+    lines += _latency(report.runs)
+    lines += _errors(report.runs)
+    for group in report.groups:
+        lines += comparison_markdown(group)
+    if report.attack is not None:
+        lines += attack_markdown(report.attack.view, examples=report.settings.examples)
+    lines += _worst_case(report)
+    lines += _composite(report.runs)
+    lines += _sample_sizes(report)
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,66 @@
+"""The summary table (metric x run), shared by the Markdown and HTML views."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from shieldbench.reports._format import DASH, est_text, pct, rate_text
+from shieldbench.reports._model import RunSection
+
+__all__ = ["summary_rows"]
+
+
+def summary_rows(runs: Sequence[RunSection]) -> list[tuple[str, list[str]]]:
+    """``(metric name, one formatted cell per run)`` rows, headline rates first.
+
+    Score rows (ROC-AUC, PR-AUC, block rate at the target FPR) appear when at
+    least one run has scores.
+    """
+    rows: list[tuple[str, list[str]]] = []
+    rates = [r.summary.rates for r in runs]
+    rows.append(("Attacks (n)", [str(x.confusion.n_attacks) for x in rates]))
+    rows.append(
+        ("Attack success rate (ASR)", [rate_text(x.attack_success_rate, n=False) for x in rates])
+    )
+    rows.append(("Block rate (TPR, recall)", [rate_text(x.block_rate, n=False) for x in rates]))
+    rows.append(("Benign (n)", [str(x.confusion.n_benign) for x in rates]))
+    rows.append(
+        ("False positive rate (FPR)", [rate_text(x.false_positive_rate, n=False) for x in rates])
+    )
+    rows.append(
+        ("True negative rate (TNR)", [rate_text(x.true_negative_rate, n=False) for x in rates])
+    )
+    rows.append(("Precision", [rate_text(x.precision) for x in rates]))
+    rows.append(("F1", [est_text(x.f1) for x in rates]))
+    rows.append(("Balanced accuracy", [est_text(x.balanced_accuracy) for x in rates]))
+    rows.append(("MCC", [est_text(x.mcc) for x in rates]))
+    scores = [r.summary.scores for r in runs]
+    if any(s is not None for s in scores):
+        rows.append(("ROC-AUC", [DASH if s is None else est_text(s.roc_auc) for s in scores]))
+        rows.append(("PR-AUC", [DASH if s is None else est_text(s.pr_auc) for s in scores]))
+        rows.append(
+            (
+                "Block rate at FPR ≤ target",
+                [
+                    DASH
+                    if s is None or s.tpr_at_fpr is None
+                    else f"{rate_text(s.tpr_at_fpr.block_rate, n=False)} at threshold"
+                    f" {s.tpr_at_fpr.threshold:.4g} (target {pct(s.target_fpr)})"
+                    for s in scores
+                ],
+            )
+        )
+    rows.append(
+        (
+            "Category coverage",
+            [
+                DASH
+                if c.share is None
+                else f"{pct(c.share, digits=0)} of {len(c.covered) + len(c.uncovered)}"
+                f" at ≥ {pct(c.target, digits=0)}"
+                for c in (r.summary.breakdowns.coverage for r in runs)
+            ],
+        )
+    )
+    rows.append(("Errors", [str(r.errors.total) for r in runs]))
+    return rows
