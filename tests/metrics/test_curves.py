@@ -22,7 +22,7 @@ from shieldbench.metrics import (
     roc_curve,
     score_arrays,
 )
-from shieldbench.metrics._curves import _average_precision_vectorized
+from shieldbench.metrics._precision import average_precision_vectorized
 from shieldbench.metrics._testing import make_run
 
 # Scores on a coarse grid so that ties (within and across classes) are common.
@@ -50,7 +50,7 @@ def test_curves_and_aucs_match_scikit_learn(rows: list[tuple[bool, int]]) -> Non
     np.testing.assert_allclose(pr.recall, r, atol=1e-12)
     np.testing.assert_array_equal(pr.thresholds, t)
     assert roc_auc(y, s).value == pytest.approx(skm.roc_auc_score(y, s), abs=1e-12)
-    ap = float(_average_precision_vectorized(s[y], s[~y]))
+    ap = float(average_precision_vectorized(s[y], s[~y]))
     assert ap == pytest.approx(skm.average_precision_score(y, s), abs=1e-12)
 
 
@@ -155,22 +155,53 @@ def test_bad_scores_are_refused() -> None:
 
 def test_pr_auc_bootstrap_is_stratified_scipy_bootstrap() -> None:
     rng = np.random.default_rng(6)
-    y = rng.random(200) < 0.3
-    s = y * 0.7 + rng.random(200)
-    est = average_precision(y, s, n_resamples=400, seed=9)
-    ref = stats.bootstrap(
-        (s[y], s[~y]),
-        _average_precision_vectorized,
-        n_resamples=400,
-        paired=False,
-        vectorized=True,
-        method="percentile",
-        rng=np.random.default_rng(9),
+    y = rng.random(300) < 0.3
+    s = np.round(y * 0.5 + rng.random(300), 2)  # with ties
+    reference = {}
+    for method, scipy_method in (("percentile", "percentile"), ("bca", "BCa")):
+        ref = stats.bootstrap(
+            (s[y], s[~y]),
+            average_precision_vectorized,
+            n_resamples=3000,
+            paired=False,
+            vectorized=True,
+            method=scipy_method,
+            rng=np.random.default_rng(9),
+        )
+        reference[method] = (ref.confidence_interval.low, ref.confidence_interval.high)
+    # BCa runs scipy itself: identical for the same seed.
+    bca = average_precision(y, s, method="bca", n_resamples=3000, seed=9)
+    assert (bca.ci_low, bca.ci_high) == pytest.approx(reference["bca"], abs=1e-12)
+    # The percentile path resamples by multiplicities along one sort: the same
+    # distribution, other random draws. Monte Carlo error of the bounds is ~0.005.
+    fast = average_precision(y, s, n_resamples=3000, seed=1)
+    assert fast.value == pytest.approx(skm.average_precision_score(y, s), abs=1e-12)
+    assert fast.ci_low == pytest.approx(reference["percentile"][0], abs=0.015)
+    assert fast.ci_high == pytest.approx(reference["percentile"][1], abs=0.015)
+    assert fast.ci_low < fast.value < fast.ci_high  # type: ignore[operator]
+    assert average_precision(y, s, n_resamples=300, seed=4) == average_precision(
+        y, s, n_resamples=300, seed=4
     )
-    assert est.value == pytest.approx(skm.average_precision_score(y, s), abs=1e-12)
-    assert est.ci_low == pytest.approx(ref.confidence_interval.low, abs=1e-12)
-    assert est.ci_high == pytest.approx(ref.confidence_interval.high, abs=1e-12)
-    assert est.ci_low < est.value < est.ci_high  # type: ignore[operator]
+
+
+def test_weighted_resample_equals_materialised_resample() -> None:
+    # A resample given as multiplicities along sorted order equals AP of the data it
+    # stands for, ties within and across classes included.
+    from shieldbench.metrics._precision import _Layout, _multiplicities, _resampled_ap
+
+    rng = np.random.default_rng(2)
+    pos = np.round(rng.random(40), 1)
+    neg = np.round(rng.random(60) * 0.8, 1)
+    draw = np.random.default_rng(5)
+    wp, wn = _multiplicities(draw, 40, 4), _multiplicities(draw, 60, 4)
+    got = _resampled_ap(_Layout.of(pos, neg), wp, wn)
+    pos_desc, neg_desc = np.sort(pos)[::-1], np.sort(neg)[::-1]
+    for cp, cn, value in zip(wp.astype(int), wn.astype(int), got, strict=True):
+        rp, rn = np.repeat(pos_desc, cp), np.repeat(neg_desc, cn)
+        expected = skm.average_precision_score(
+            np.r_[np.ones(rp.size), np.zeros(rn.size)], np.r_[rp, rn]
+        )
+        assert value == pytest.approx(expected, abs=1e-12)
 
 
 def test_score_arrays_apply_the_error_policy() -> None:

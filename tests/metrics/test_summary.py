@@ -249,3 +249,9 @@ def test_large_run_summary_is_fast_enough() -> None:
     summary = summarize(run)
     assert summary.scores is not None
     assert math.isfinite(summary.scores.pr_auc.value)
+
+
+@pytest.mark.parametrize("option", ["coverage_target", "target_fpr", "target_tpr"])
+def test_targets_are_validated(option: str) -> None:
+    with pytest.raises(StatisticsError, match=option):
+        summarize(_rich_run(), **{option: 1.5})  # type: ignore[arg-type]

@@ -52,7 +52,6 @@ from shieldbench.metrics._curves import (
     AucComparison,
     PrecisionRecallCurve,
     RocCurve,
-    average_precision,
     compare_auc,
     has_scores,
     precision_recall_curve,
@@ -100,6 +99,7 @@ from shieldbench.metrics._pairing import (
     paired_tables,
 )
 from shieldbench.metrics._planning import required_sample_size, wilson_half_width
+from shieldbench.metrics._precision import average_precision
 from shieldbench.metrics._summary import (
     Breakdowns,
     Operations,

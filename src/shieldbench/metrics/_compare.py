@@ -123,6 +123,7 @@ class LeaderboardEntry:
             "roc_auc": None if sc is None else sc.roc_auc.to_dict(),
             "latency_p50_ms": self.summary.operations.latency.p50.to_dict(),
             "errors": self.summary.operations.errors.total,
+            "summary": self.summary.to_dict(),
         }
 
 

@@ -13,12 +13,11 @@ highest first, starting at ``+inf`` (nothing blocked); they equal
   variance estimate and the interval is (0, 1).
 - :func:`compare_auc` is the paired DeLong test of two defenses scored on the same
   samples: z = (AUC_a - AUC_b) / se, two-sided p-value.
-- PR-AUC is average precision (scikit-learn's step-wise definition, no
-  interpolation) with a seeded stratified bootstrap interval (attacks and benign
-  resampled separately, so every resample has both classes).
+- PR-AUC (:func:`~shieldbench.metrics.average_precision`) lives in
+  :mod:`shieldbench.metrics._precision`.
 
-Undefined cases: with no attacks or no benign samples, AUC and average precision
-are ``None`` with interval (0, 1), and curves raise :class:`StatisticsError`.
+Undefined cases: with no attacks or no benign samples, AUC is ``None`` with interval
+(0, 1), and curves raise :class:`StatisticsError`.
 
 Run outcomes become scores by :func:`score_arrays`, which applies the error policy
 consistently with the rates: an error counts as score ``+inf`` under
@@ -48,20 +47,13 @@ from scipy import stats
 
 from shieldbench.errors import StatisticsError
 from shieldbench.metrics._confusion import resolve_policy
-from shieldbench.metrics._intervals import (
-    BootstrapMethod,
-    Estimate,
-    _check_confidence,
-    bootstrap_interval,
-    z_value,
-)
+from shieldbench.metrics._intervals import Estimate, _check_confidence, z_value
 from shieldbench.types import ErrorPolicy, Run
 
 __all__ = [
     "AucComparison",
     "PrecisionRecallCurve",
     "RocCurve",
-    "average_precision",
     "compare_auc",
     "has_scores",
     "precision_recall_curve",
@@ -248,63 +240,6 @@ def roc_auc(is_attack: ArrayLike, scores: ArrayLike, *, confidence: float = 0.95
     return Estimate(
         auc, max(0.0, auc - half), min(1.0, auc + half), "delong", confidence, int(y.size)
     )
-
-
-def _average_precision_vectorized(pos: FloatArray, neg: FloatArray, axis: int = -1) -> FloatArray:
-    """Average precision along the last axis (leading axes are bootstrap batches)."""
-    pos = np.moveaxis(np.asarray(pos, dtype=float), axis, -1)
-    neg = np.moveaxis(np.asarray(neg, dtype=float), axis, -1)
-    neg = np.broadcast_to(neg, (*pos.shape[:-1], neg.shape[-1]))
-    m = pos.shape[-1]
-    s = np.concatenate([pos, neg], axis=-1)
-    y = np.concatenate([np.ones(pos.shape), np.zeros(neg.shape)], axis=-1)
-    order = np.argsort(-s, axis=-1, kind="mergesort")
-    s = np.take_along_axis(s, order, axis=-1)
-    y = np.take_along_axis(y, order, axis=-1)
-    tps = np.cumsum(y, axis=-1)
-    ranks = np.arange(1, s.shape[-1] + 1)
-    is_end = np.ones(s.shape, dtype=bool)
-    is_end[..., :-1] = s[..., 1:] != s[..., :-1]
-    end_tps = np.where(is_end, tps, 0.0)
-    prev_end_tps = np.zeros(s.shape)
-    prev_end_tps[..., 1:] = np.maximum.accumulate(end_tps, axis=-1)[..., :-1]
-    gain = np.where(is_end, (tps - prev_end_tps) / m * (tps / ranks), 0.0)
-    out: FloatArray = gain.sum(axis=-1)
-    return out
-
-
-def average_precision(
-    is_attack: ArrayLike,
-    scores: ArrayLike,
-    *,
-    confidence: float = 0.95,
-    method: BootstrapMethod = "percentile",
-    n_resamples: int = 1000,
-    seed: int = 0,
-) -> Estimate:
-    """PR-AUC as average precision, with a seeded stratified bootstrap interval.
-
-    ``"bca"`` is available but costs an O(n²) jackknife: keep it for small data.
-    """
-    confidence = _check_confidence(confidence)
-    y, s = validate_scores(is_attack, scores)
-    pos, neg = s[y], s[~y]
-    label = f"bootstrap-{method}"
-    if pos.size == 0 or neg.size == 0:
-        return Estimate(None, 0.0, 1.0, label, confidence, int(y.size))
-    est = bootstrap_interval(
-        _average_precision_vectorized,
-        pos,
-        neg,
-        confidence=confidence,
-        method=method,
-        n_resamples=n_resamples,
-        seed=seed,
-        paired=False,
-    )
-    low = 0.0 if est.ci_low is None else est.ci_low
-    high = 1.0 if est.ci_high is None else est.ci_high
-    return Estimate(est.value, low, high, label, confidence, int(y.size))
 
 
 @dataclass(frozen=True, slots=True)

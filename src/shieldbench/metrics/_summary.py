@@ -9,7 +9,7 @@ JSON (no NaN or infinity anywhere: undefined values are ``None``).
 
 Bootstrap intervals (F1, balanced accuracy, MCC, PR-AUC) are percentile intervals,
 seeded (``seed``): the same run gives the same summary. F1 / balanced accuracy / MCC
-use 2,000 multinomial resamples; PR-AUC uses 1,000 stratified resamples up to 5,000
+use 2,000 multinomial resamples; PR-AUC uses 1,000 stratified resamples up to 20,000
 scored samples and fewer beyond (never under 200) to keep a 100,000-sample summary
 fast.
 
@@ -39,7 +39,7 @@ from shieldbench.metrics._confusion import (
     detection_rates,
     resolve_policy,
 )
-from shieldbench.metrics._curves import average_precision, has_scores, roc_auc, score_arrays
+from shieldbench.metrics._curves import has_scores, roc_auc, score_arrays
 from shieldbench.metrics._intervals import (
     INTERVAL_METHODS,
     Estimate,
@@ -54,6 +54,7 @@ from shieldbench.metrics._operations import (
     latency_stats,
     throughput,
 )
+from shieldbench.metrics._precision import average_precision
 from shieldbench.metrics._thresholds import OperatingPoint, fpr_at_tpr, tpr_at_fpr
 from shieldbench.types import DatasetInfo, DefenseInfo, ErrorPolicy, Run
 
@@ -156,7 +157,7 @@ class ScoreSummary:
 
 
 def _pr_resamples(n: int) -> int:
-    return max(200, min(1000, 5_000_000 // max(n, 1)))
+    return max(200, min(1000, 20_000_000 // max(n, 1)))
 
 
 def score_summary(
@@ -241,6 +242,13 @@ def summarize(
         raise StatisticsError(
             f"unknown interval method {method!r}; choose one of {', '.join(INTERVAL_METHODS)}"
         )
+    for name, value in (
+        ("coverage_target", coverage_target),
+        ("target_fpr", target_fpr),
+        ("target_tpr", target_tpr),
+    ):
+        if not 0.0 <= value <= 1.0:
+            raise StatisticsError(f"{name} must be in [0, 1], got {value!r}")
     chosen = resolve_policy(run, policy)
     settings = SummarySettings(
         confidence, method, chosen, coverage_target, target_fpr, target_tpr, seed
