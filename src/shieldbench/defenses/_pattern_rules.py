@@ -68,12 +68,14 @@ def words(n: int) -> str:
 
 # ---------------------------------------------------------------- vocabulary
 _IGNORE = alt(
-    "ignore", "ignoring", "disregard", "disregarding", "forget", "forget about", "override",
-    "overriding", "bypass", "neglect", "abandon", "discard", "dismiss", "set aside",
+    "ignore", "ignoring", "disregard", "disregarding", "forget", "forget about", "neglect",
+    "abandon", "discard", "dismiss", "set aside",
     "put aside", "pay no attention to", "stop following", "do not follow", "don't follow",
     "dont follow", "no longer follow", "stop obeying", "do not obey", "don't obey",
 )  # fmt: skip
-_IGNORE_LOOSE = alt("skip", "drop", "erase", "delete", "remove", "clear", "scrap", "throw away")
+# Verbs with everyday IT meanings ("override the default policy"): core targets only.
+_IGNORE_LOOSE = alt("skip", "drop", "erase", "delete", "remove", "clear", "scrap", "throw away",
+                    "override", "overriding", "bypass")  # fmt: skip
 _QUALIFIER = alt(
     "previous", "prior", "preceding", "above", "earlier", "former", "foregoing",
     "aforementioned", "initial", "original", "old", "past", "existing", "system", "developer",
@@ -145,7 +147,7 @@ OVERRIDE_RULES: tuple[Rule, ...] = (
        "constraints?") + B),
     _r("instruction_override.drop_instructions", 0.75,
        B + _IGNORE_LOOSE + "(?: " + _FILLER + "){0,4} " + _QUALIFIER + "(?: " + _FILLER
-       + "){0,3} " + _TARGET_CORE + B, "drop / erase your instructions"),
+       + "){0,3} " + _TARGET_CORE + B, "drop / erase / override / bypass your instructions"),
     _r("instruction_override.ignore_instructions", 0.45,
        B + _IGNORE + " (?:the |these |those )?(?:instructions|directives|system prompt)" + B),
     _r("instruction_override.ignore_above", 0.7,
