@@ -1,0 +1,155 @@
+"""``shieldbench report``: re-render stored runs (and attack results) as report files.
+
+Thin over :mod:`shieldbench.reports`: the inputs are run files written by ``run``
+(``kind: shieldbench.run``) and, optionally, one ``attack.json`` written by
+``attack`` (``kind: shieldbench.attack``); the output is ``report.json``,
+``report.md`` and ``report.html`` (or the formats asked for).
+
+Where the files go: ``--out DIR`` when given; with a single input, a folder next
+to it named ``<input name>-report/`` (so a ``runs/*.json`` glob never picks a
+report up as a run); with several inputs, ``reports/report-<id>/`` where the id
+is derived from the inputs' run ids (the same inputs give the same folder).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from shieldbench.attacks import AttackResult
+from shieldbench.cli._app import app, console
+from shieldbench.errors import ConfigError, RunError
+from shieldbench.reports import FORMATS, build_report, write_reports
+from shieldbench.runio import run_from_dict
+from shieldbench.types import ERROR_POLICIES, Run
+
+__all__ = ["output_id", "parse_formats", "print_report_paths"]
+
+
+def parse_formats(values: Sequence[str] | None) -> tuple[str, ...]:
+    """``--format`` values (repeatable and/or comma-separated) -> formats; all by default."""
+    if not values:
+        return FORMATS
+    chosen: list[str] = []
+    for value in values:
+        for part in value.split(","):
+            fmt = {"markdown": "md", "htm": "html"}.get(part.strip().lower(), part.strip().lower())
+            if fmt not in FORMATS:
+                raise ConfigError(f"--format {part!r}: choose from {', '.join(FORMATS)}")
+            if fmt not in chosen:
+                chosen.append(fmt)
+    return tuple(chosen)
+
+
+def output_id(keys: Sequence[str]) -> str:
+    """A short, stable id for a set of inputs (12 hex digits of a SHA-256)."""
+    return hashlib.sha256("\n".join(keys).encode("utf-8")).hexdigest()[:12]
+
+
+def print_report_paths(paths: dict[str, Path]) -> None:
+    """One line per written file, then the HTML path to open."""
+    for fmt, path in paths.items():
+        console.print(f"{fmt:>4} report: {path}", highlight=False)
+    if "html" in paths:
+        console.print(f"open the HTML report: [bold]{paths['html']}[/]", highlight=False)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RunError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read it ({exc.strerror})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RunError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise RunError(f"{path}: expected a run or attack file (a JSON object)")
+    return data
+
+
+def _load(paths: Sequence[Path]) -> tuple[list[Run], AttackResult | None]:
+    runs: list[Run] = []
+    attack: AttackResult | None = None
+    for path in paths:
+        data = _read(path)
+        kind = data.get("kind")
+        if kind == "shieldbench.attack":
+            if attack is not None:
+                raise ConfigError(f"{path}: one report renders one adaptive attack; got two")
+            attack = AttackResult.from_dict(data, source=str(path))
+        elif kind in ("shieldbench.run", None):
+            runs.append(run_from_dict(data, source=str(path)))
+        else:
+            raise RunError(
+                f"{path}: a {kind!r} file is not a run or an attack result; pass the run"
+                " files (runs/*.json) or attack.json written by `run` / `attack`"
+            )
+    return runs, attack
+
+
+@app.command("report")
+def report(
+    inputs: Annotated[
+        list[Path],
+        typer.Argument(help="Run files (runs/*.json) and/or one attack.json.", show_default=False),
+    ],
+    fmt: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--format",
+            "-f",
+            help="html, md or json (repeatable or comma-separated; default: all three).",
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Folder for the report files (default: see `shieldbench report --help`)."
+        ),
+    ] = None,
+    title: Annotated[str | None, typer.Option(help="Report title.")] = None,
+    margin: Annotated[
+        float, typer.Option(help="Wanted ± half-width of 95% intervals (sample-size advice).")
+    ] = 0.1,
+    examples: Annotated[
+        int, typer.Option(min=0, help="Example bypasses / false positives per category.")
+    ] = 5,
+    policy: Annotated[
+        str | None,
+        typer.Option(
+            help="Read every run under this error policy: fail_closed, fail_open, exclude."
+        ),
+    ] = None,
+) -> None:
+    """Re-render stored runs as JSON / Markdown / HTML reports and print their paths.
+
+    With one input and no --out, the files go to <input name>-report/ beside it; with
+    several, to reports/report-<id>/.
+    """
+    formats = parse_formats(fmt)
+    if policy is not None and policy not in ERROR_POLICIES:
+        raise ConfigError(f"--policy {policy!r}: choose one of {', '.join(ERROR_POLICIES)}")
+    runs, attack = _load(inputs)
+    if out is None:
+        if len(inputs) == 1:
+            out = inputs[0].with_name(f"{inputs[0].stem}-report")
+        else:
+            keys = [r.id for r in runs] + ([attack.meta.id] if attack is not None else [])
+            out = Path("reports") / f"report-{output_id(keys)}"
+    built = build_report(
+        runs,
+        title=title,
+        margin=margin,
+        examples=examples,
+        attack=attack,
+        policy=policy,  # type: ignore[arg-type]  # checked against ERROR_POLICIES above
+    )
+    print_report_paths(write_reports(built, out, formats=formats))
