@@ -57,9 +57,19 @@ def run_files(tmp_path: Path) -> list[Path]:
 
 def test_compare_prints_leaderboard_and_verdicts(run_files: list[Path], tmp_path: Path) -> None:
     out_json = tmp_path / "cmp" / "comparison.json"
+    reports = tmp_path / "reports"
     result = runner.invoke(
         app,
-        ["compare", *map(str, run_files), "--margin", "0.02", "--json", str(out_json)],
+        [
+            "compare",
+            *map(str, run_files),
+            "--margin",
+            "0.02",
+            "--json",
+            str(out_json),
+            "--out",
+            str(reports),
+        ],
         env={"COLUMNS": "250"},
     )
     assert result.exit_code == 0, result.output
@@ -75,6 +85,11 @@ def test_compare_prints_leaderboard_and_verdicts(run_files: list[Path], tmp_path
     expected = compare_runs([load_run(p) for p in run_files], margin=0.02).to_dict()
     assert saved == json.loads(json.dumps(expected))
     assert saved["pairs"][0]["verdicts"][0]["verdict"] == "significantly better"
+    # The reports hold the same comparison (non-inferiority included) in all three formats.
+    assert sorted(p.name for p in reports.iterdir()) == ["report.html", "report.json", "report.md"]
+    assert str(reports / "report.html") in out
+    report = json.loads((reports / "report.json").read_text())
+    assert report["groups"][0]["comparison"] == saved
 
 
 def test_compare_refuses_different_datasets(

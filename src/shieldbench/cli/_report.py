@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from shieldbench.attacks import AttackResult
 from shieldbench.cli._app import app, console
@@ -54,9 +55,11 @@ def output_id(keys: Sequence[str]) -> str:
 def print_report_paths(paths: dict[str, Path]) -> None:
     """One line per written file, then the HTML path to open."""
     for fmt, path in paths.items():
-        console.print(f"{fmt:>4} report: {path}", highlight=False)
+        console.print(f"{fmt:>4} report: {escape(str(path))}", highlight=False)
     if "html" in paths:
-        console.print(f"open the HTML report: [bold]{paths['html']}[/]", highlight=False)
+        console.print(
+            f"open the HTML report: [bold]{escape(str(paths['html']))}[/]", highlight=False
+        )
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from shieldbench.cli._app import app, console
+from shieldbench.cli._report import output_id, print_report_paths
 from shieldbench.errors import ConfigError, StatisticsError
 from shieldbench.metrics import (
     Comparison,
@@ -27,6 +28,7 @@ from shieldbench.metrics import (
     compare_runs,
     required_sample_size,
 )
+from shieldbench.reports import build_report, write_reports
 from shieldbench.runio import load_run
 
 __all__ = ["format_estimate", "format_rate", "print_comparison"]
@@ -277,8 +279,13 @@ def compare(
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Also write the comparison as JSON here.")
     ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Report folder (report.json/.md/.html; default reports/compare-<id>/)."),
+    ] = None,
 ) -> None:
-    """Leaderboard and paired significance tests of runs on the same dataset."""
+    """Leaderboard and paired significance tests of runs on the same dataset; writes the
+    JSON, Markdown and HTML reports and prints their paths."""
     if len(runs) < 2:
         raise ConfigError("compare needs at least two run files")
     loaded = [load_run(p) for p in runs]
@@ -300,3 +307,11 @@ def compare(
             encoding="utf-8",
         )
         console.print(f"Comparison written to {escape(str(json_out))}", highlight=False)
+    folder = out or Path("reports") / f"compare-{output_id([r.id for r in loaded])}"
+    report = build_report(
+        loaded,
+        title=f"shieldbench comparison on {cmp.dataset_spec}",
+        comparison=cmp,
+        policy=policy,  # type: ignore[arg-type]
+    )
+    print_report_paths(write_reports(report, folder))
