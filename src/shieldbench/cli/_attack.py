@@ -1,8 +1,10 @@
 """``shieldbench attack``, ``shieldbench mutators`` and ``shieldbench datasets mutate``.
 
 Thin over :mod:`shieldbench.attacks`: the search is :func:`run_attack`, the files
-come from :func:`write_attack_reports` (``attack.json``, ``attack.md``) and
-:func:`write_jsonl` (``bypasses.jsonl``, loadable with ``jsonl:``).
+come from :func:`write_attack_reports` (``attack.json``, ``attack.md``),
+:func:`write_jsonl` (``bypasses.jsonl``, loadable with ``jsonl:``) and
+:func:`shieldbench.reports.write_reports` (``report.json``, ``report.md``,
+``report.html``; ``shieldbench report attack.json`` renders them again).
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ from shieldbench.attacks import (
     write_jsonl,
 )
 from shieldbench.cli._app import app, console, datasets_app, err_console
+from shieldbench.cli._report import print_report_paths
 from shieldbench.datasets import load_dataset
 from shieldbench.defenses import Defense, build_defense
 from shieldbench.errors import ConfigError
+from shieldbench.reports import build_report, write_reports
 from shieldbench.types import ERROR_POLICIES, TIERS, RunConfig
 
 __all__: list[str] = []
@@ -176,6 +180,7 @@ def attack(
     paths["bypasses"] = write_jsonl(bypasses_dataset(result), out / "bypasses.jsonl")
     for kind, path in paths.items():
         console.print(f"{kind:>9}: {path}", highlight=False)
+    print_report_paths(write_reports(build_report([], attack=result), out))
 
 
 @app.command("mutators")
