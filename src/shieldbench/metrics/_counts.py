@@ -12,7 +12,8 @@ per-sample data.
 
 Resamples where the statistic is undefined (no attacks drawn, say) are left out of
 the bootstrap distribution. If none is defined the interval is the statistic's whole
-range.
+range. When BCa cannot be computed (every resample on one side of the estimate, or
+no jackknife spread) the percentile interval is returned instead.
 """
 
 from __future__ import annotations
