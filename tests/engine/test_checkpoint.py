@@ -227,3 +227,52 @@ def test_files_that_are_not_checkpoints_are_refused(
 def test_resume_flag_needs_a_path() -> None:
     with pytest.raises(ConfigError):
         run_defense(Recorder(), make_dataset(), resume=True)
+
+
+class Jittery:
+    """Calls that take about as long as the timeout: worker and supervisor race to record."""
+
+    name = "jittery"
+
+    def __init__(self, seed: int) -> None:
+        import random
+
+        self.rnd = random.Random(seed)
+        self.lock = threading.Lock()
+
+    def _delay(self) -> float:
+        with self.lock:
+            return self.rnd.uniform(0.0, 0.04)
+
+    def check(self, text: str) -> Verdict:
+        time.sleep(self._delay())
+        return Verdict(blocked=False)
+
+    def check_batch(self, texts: list[str]) -> list[Verdict]:
+        time.sleep(self._delay())
+        if text_hash(texts) % 4 == 0:
+            raise RuntimeError("this batch fails; its texts go one by one to check")
+        return [Verdict(blocked=True)] * len(texts)
+
+
+def text_hash(texts: list[str]) -> int:
+    return sum(len(t) * (i + 1) for i, t in enumerate(texts))
+
+
+class JitteryCheckOnly(Jittery):
+    check_batch = None  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("cls", [JitteryCheckOnly, Jittery], ids=["threads", "batch"])
+def test_racing_timeouts_still_give_exactly_one_outcome_per_sample(
+    tmp_path: Path, cls: type[Jittery]
+) -> None:
+    ck = tmp_path / "ck.jsonl"
+    data = make_dataset(160)
+    config = RunConfig(warmup=0, concurrency=8, timeout_s=0.02, batch_size=3)
+    run = run_defense(cls(seed=7), data, config=config, checkpoint=ck, keep_checkpoint=True)
+    rows = [Outcome.from_dict(r) for r in lines_of(ck)[1:]]
+    assert sorted(o.sample_id for o in rows) == [s.id for s in data.samples]
+    assert set(rows) == set(run.outcomes)
+    statuses = {o.status for o in run.outcomes}
+    assert statuses == {"ok", "timeout"}  # both sides of the race were exercised

@@ -48,11 +48,12 @@ class Slot:
     """What one worker thread is doing, read by the supervising thread.
 
     ``started`` is the ``perf_counter()`` at which the current attempt began (0.0
-    between calls and while backing off), ``unit`` the position (or tuple of
-    positions, for a batch) being screened, ``attempts`` the attempt number and
-    ``abandoned`` is set by the supervisor when it gave up on the worker (timeout
-    or stop): the worker then discards whatever its call returns. ``thread`` is
-    the worker's thread, so the supervisor can count calls still stuck.
+    before the first call and while backing off); ``unit`` is the position (or
+    tuple of positions, for a batch) being screened, written after ``started``;
+    ``attempts`` is the attempt number; ``abandoned`` is set by the supervisor when
+    it gave up on the worker (timeout or stop): the worker then discards whatever
+    its call returns. ``thread`` is the worker's thread, so the supervisor can
+    count calls still stuck.
     """
 
     __slots__ = ("abandoned", "attempts", "started", "thread", "unit")

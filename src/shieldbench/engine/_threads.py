@@ -45,7 +45,7 @@ from shieldbench.types import Outcome, RunConfig, Verdict
 
 __all__ = ["Sink", "run_batches", "run_checks", "stuck_limit"]
 
-_TICK_S = 0.05  # how often the supervisor wakes when no deadline is nearer
+_TICK_S = 0.1  # how often the supervisor wakes when no deadline is nearer
 U = TypeVar("U", int, tuple[int, ...])
 
 
@@ -113,11 +113,12 @@ def _expired(job: _Job[U], slot: Slot, now: float, timeout: float, what: str) ->
 
     Returns the seconds left before it would, or 0.0 when it was abandoned now.
     """
-    # started is written after unit and reset before the next unit: reading it on
-    # both sides of unit proves that unit belongs to this call.
-    started = slot.started
+    # Workers write started, then unit; reading unit first means started is the
+    # start of that call or of a later one. A later one only happens after the
+    # worker claimed unit, and then the claim below fails: no harm either way.
     unit = slot.unit
-    if not started or unit is None or started != slot.started:
+    started = slot.started
+    if not started or unit is None:
         return inf
     left = started + timeout - now
     if left > 0:
@@ -260,8 +261,8 @@ def run_checks(
     def body(slot: Slot) -> None:
         claim, out = job.claimed.setdefault, job.out
         for i in job.units:
-            slot.unit = i
             t0 = slot.started = perf_counter()
+            slot.unit = i
             try:
                 value: object = check(texts[i])
             except Exception as exc:
@@ -278,7 +279,6 @@ def run_checks(
                     outcome = Outcome(ids[i], value, "ok", None, elapsed * 1000.0, 1)
                 else:
                     outcome = ok_or_wrong_type(ids[i], value, elapsed * 1000.0, 1)
-            slot.started = 0.0
             if claim(i, outcome) is not outcome or slot.abandoned:
                 return
             if out is not None:
@@ -322,8 +322,8 @@ def run_batches(
     def body(slot: Slot) -> None:
         for unit in job.units:
             batch = [texts[i] for i in unit]
-            slot.unit = unit
             t0 = slot.started = perf_counter()
+            slot.unit = unit
             try:
                 value: object = check_batch(batch)
                 err: Exception | None = None
@@ -334,10 +334,10 @@ def run_batches(
                 )
                 slot.attempts = 1
             outcomes = _batch_outcomes(unit, ids, value, err, attempts, elapsed, limit, config)
-            slot.started = 0.0
             with job.lock:
                 if slot.abandoned or unit[0] in job.claimed:
                     return
+                slot.started = 0.0  # a unit left unclaimed for fallback must not time out
                 if outcomes is None:
                     fallback.extend(unit)
                     continue
