@@ -105,7 +105,10 @@ def _letter_spacing(text: str, rng: random.Random) -> str:
     needs_rng=True,
 )
 def _random_case(text: str, rng: random.Random) -> str:
-    return "".join(c.upper() if rng.random() < 0.5 else c.lower() for c in text)
+    coins = format(rng.getrandbits(len(text)), f"0{len(text)}b") if text else ""
+    return "".join(
+        c.upper() if coin == "1" else c.lower() for c, coin in zip(text, coins, strict=True)
+    )
 
 
 @mutators.register(

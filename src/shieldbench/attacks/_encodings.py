@@ -105,6 +105,9 @@ def _hex(text: str, rng: random.Random) -> str:
     return _framed(rng, "hex", _utf8(text).hex())
 
 
+_BITS = tuple(f"{b:08b}" for b in range(256))
+
+
 def _unbinary(text: str) -> str:
     return _unutf8(bytes(int(bits, 2) for bits in _payload(text).split()))
 
@@ -118,7 +121,7 @@ def _unbinary(text: str) -> str:
     inverse=_unbinary,
 )
 def _binary(text: str, rng: random.Random) -> str:
-    return _framed(rng, "binary (8-bit bytes)", " ".join(f"{b:08b}" for b in _utf8(text)))
+    return _framed(rng, "binary (8-bit bytes)", " ".join(map(_BITS.__getitem__, _utf8(text))))
 
 
 def _unurl(text: str) -> str:
@@ -138,6 +141,16 @@ def _url(text: str, rng: random.Random) -> str:
     return _framed(rng, "URL-encoded text", quote_from_bytes(_utf8(text), safe=""))
 
 
+class _EscapeTable(dict[int, str]):
+    """``str.translate`` table: code point -> its escape, computed once per code point."""
+
+    def __missing__(self, code: int) -> str:
+        escape = f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+        self[code] = escape
+        return escape
+
+
+_ESCAPES = _EscapeTable()
 _ESCAPE = re.compile(r"\\u([0-9a-f]{4})|\\U([0-9a-f]{8})")
 
 
@@ -154,7 +167,7 @@ def _ununicode(text: str) -> str:
     inverse=_ununicode,
 )
 def _unicode_escape(text: str, rng: random.Random) -> str:
-    codes = "".join(f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}" for c in text)
+    codes = text.translate(_ESCAPES)
     return _framed(rng, "Unicode escapes (\\uXXXX)", codes)
 
 

@@ -28,8 +28,10 @@
 The budget counts search queries only: the static pass and transfer replays are
 reported separately. An errored query counts against the budget and is never a
 bypass. Engine retries of one candidate are one query. Every random choice comes
-from ``random.Random`` seeded by (seed, sample id, round, candidate), so a result
-depends only on the seed and the defense's answers, not on concurrency.
+from a ``random.Random`` seeded by (seed, sample id, round), so a result depends
+only on the seed and the defense's answers, not on concurrency or on the other
+attacks. Candidates of one round are screened together, so an attack may spend
+the rest of its round's share after its first bypass (they are counted).
 """
 
 from __future__ import annotations
@@ -131,6 +133,7 @@ class Search:
         self.clock = clock
         self.targets = list(targets)
         self.pool = list(pool)
+        self.preserving_pool = [m for m in self.pool if m.preserves_payload]
         self.settings = settings
         self.guided = strategy != "random"
         self.width = 1 if strategy == "greedy" else settings.beam_width
@@ -192,16 +195,11 @@ class Search:
         return [per + (i in lucky) for i in range(n)]
 
     def _eligible(self, t: Target, parent: _Candidate) -> list[Mutator]:
-        used = set(parent.chain)
-        preserving_only = t.bypass is not None
-        return [
-            m
-            for m in self.pool
-            if not used.intersection(m.chain) and (m.preserves_payload or not preserving_only)
-        ]
-
-    def _rng(self, t: Target, r: int, j: int) -> random.Random:
-        return random.Random(f"{self.settings.seed}/{t.sample.id}/{r}/{j}")
+        pool = self.preserving_pool if t.bypass is not None else self.pool
+        if not parent.chain:
+            return list(pool)
+        used = frozenset(parent.chain)
+        return [m for m in pool if used.isdisjoint(m.chain)]
 
     def _accept(self, t: Target, text: str, parent_text: str) -> bool:
         if text == parent_text or text in t.seen or len(text) > MAX_CANDIDATE_CHARS:
@@ -211,8 +209,8 @@ class Search:
 
     def _generate(self, t: Target, quota: int, r: int) -> list[_Query]:
         out: list[_Query] = []
+        rng = random.Random(f"{self.settings.seed}/{t.sample.id}/{r}")
         for j in range(quota):
-            rng = self._rng(t, r, j)
             query = self._child(t, rng, j) if self.guided else self._random_chain(t, rng, r)
             if query is not None:
                 out.append(query)
