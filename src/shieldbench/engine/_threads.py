@@ -65,14 +65,22 @@ def stuck_limit(config: RunConfig) -> int:
 class _Job(Generic[U]):
     """State shared by the workers and the supervising thread.
 
-    ``claimed`` maps position -> outcome; ``lock`` guards worker bookkeeping
-    (``live``, ``slots``) and batch claims.
+    ``claimed`` maps position -> outcome (who claims a position first writes
+    ``results[position]``); ``lock`` guards worker bookkeeping (``live``,
+    ``slots``) and batch claims.
     """
 
-    def __init__(self, units: Iterator[U], ids: Sequence[str], logging: bool) -> None:
+    def __init__(
+        self,
+        units: Iterator[U],
+        ids: Sequence[str],
+        results: list[Outcome | None],
+        logging: bool,
+    ) -> None:
         self.lock = threading.Lock()
         self.units: Iterator[U] = units
         self.ids = ids
+        self.results = results
         self.claimed: dict[int, Outcome] = {}
         self.out: deque[Outcome] | None = deque() if logging else None
         self.live = 0
@@ -129,6 +137,7 @@ def _expired(job: _Job[U], slot: Slot, now: float, timeout: float, what: str) ->
     for i in positions:
         outcome = timeout_outcome(job.ids[i], timeout, latency_ms, slot.attempts, what=what)
         if job.claimed.setdefault(i, outcome) is outcome:
+            job.results[i] = outcome
             won.append(outcome)
     if not won:  # the call returned just now and its worker claimed the position
         return inf
@@ -255,7 +264,7 @@ def run_checks(
     if config.concurrency == 1 and config.timeout_s is None:
         _inline(check, texts, ids, positions, config, results, sink, reporter)
         return
-    job: _Job[int] = _Job(iter(positions), ids, sink is not None)
+    job: _Job[int] = _Job(iter(positions), ids, results, sink is not None)
     limit = inf if config.timeout_s is None else config.timeout_s
 
     def body(slot: Slot) -> None:
@@ -281,13 +290,12 @@ def run_checks(
                     outcome = ok_or_wrong_type(ids[i], value, elapsed * 1000.0, 1)
             if claim(i, outcome) is not outcome or slot.abandoned:
                 return
+            results[i] = outcome
             if out is not None:
                 out.append(outcome)
 
     workers = min(config.concurrency, len(positions))
     _supervise(job, body, workers, config=config, sink=sink, reporter=reporter, what="check")
-    for i, outcome in job.claimed.items():
-        results[i] = outcome
 
 
 def run_batches(
@@ -315,7 +323,7 @@ def run_batches(
     units = [tuple(positions[k : k + size]) for k in range(0, len(positions), size)]
     if not units:
         return []
-    job: _Job[tuple[int, ...]] = _Job(iter(units), ids, sink is not None)
+    job: _Job[tuple[int, ...]] = _Job(iter(units), ids, results, sink is not None)
     fallback: list[int] = []
     limit = inf if config.timeout_s is None else config.timeout_s
 
@@ -341,13 +349,12 @@ def run_batches(
                 if outcomes is None:
                     fallback.extend(unit)
                     continue
-                job.claimed.update(zip(unit, outcomes, strict=True))
+                for i, outcome in zip(unit, outcomes, strict=True):
+                    job.claimed[i] = results[i] = outcome
             if job.out is not None:
                 job.out.extend(outcomes)
 
     _supervise(job, body, 1, config=config, sink=sink, reporter=reporter, what="check_batch")
-    for i, outcome in job.claimed.items():
-        results[i] = outcome
     if reporter is not None:
         reporter.base += len(job.claimed)
     return sorted(fallback)
