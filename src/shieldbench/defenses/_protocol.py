@@ -7,7 +7,8 @@ discovers two optional capabilities by duck typing and uses the fastest one:
 - ``async acheck(text) -> Verdict`` for network-bound defenses (HTTP APIs, LLMs).
 
 A defense may also expose ``version: str`` (reported with the run) and ``close()``
-(called by the engine when the run ends).
+(the engine never calls it: whoever built the defense owns it and closes it, so one
+defense can be reused over several runs).
 
 Example:
     >>> from shieldbench.types import Verdict
