@@ -276,3 +276,16 @@ def test_racing_timeouts_still_give_exactly_one_outcome_per_sample(
     assert set(rows) == set(run.outcomes)
     statuses = {o.status for o in run.outcomes}
     assert statuses == {"ok", "timeout"}  # both sides of the race were exercised
+
+
+def test_resuming_a_finished_checkpoint_screens_nothing_and_duplicates_nothing(
+    tmp_path: Path,
+) -> None:
+    ck = tmp_path / "ck.jsonl"
+    first = run_defense(Recorder(), make_dataset(), checkpoint=ck, keep_checkpoint=True)
+    again = Recorder()
+    run = run_defense(again, make_dataset(), checkpoint=ck, resume=True, config=INLINE)
+    assert again.texts == []  # no warm-up either: there is nothing left to measure
+    assert run.outcomes == first.outcomes
+    assert run.id == first.id
+    assert run.environment["resumed_outcomes"] == str(N)
