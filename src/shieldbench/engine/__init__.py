@@ -31,6 +31,10 @@ follow :class:`~shieldbench.types.RunConfig`:
   is still screened in the measured pass.
 - **Progress.** A :class:`ProgressHook` is told ``(done, total)``; the engine
   never prints.
+- **Event loops.** Every engine call runs its own event loop, so an async
+  defense must create loop-bound resources (an ``httpx.AsyncClient``) per
+  running loop, not once for the life of the defense.
+- **Ownership.** The engine never calls ``close()``: the caller owns the defense.
 
 Example:
     >>> from shieldbench.engine import screen

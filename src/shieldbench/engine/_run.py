@@ -111,6 +111,11 @@ def run_defense(
     The run records the ``config`` of the current call; ``environment`` notes
     how many outcomes were restored (``resumed_outcomes``).
 
+    **Environment.** ``python``, ``platform``, ``cpu_count``, ``shieldbench``,
+    ``capability`` (``check_batch``, ``acheck`` or ``check``: how the defense was
+    called) and, when known, ``defense_package`` (the installed distribution that
+    provides the defense's class, with its version).
+
     **Ownership.** The caller owns the defense: the engine never calls its
     ``close()`` (it may be reused over several datasets).
 
