@@ -4,9 +4,9 @@ Every chart is drawn on its own :class:`~matplotlib.figure.Figure` with an Agg
 canvas (no pyplot, no global backend switch, safe in threads) and saved as SVG
 text that the HTML embeds directly: no network, no image files.
 
-- Deterministic: a fixed ``svg.hashsalt`` per chart (so element ids are stable and
-  distinct between charts) and no date in the metadata; the same report gives
-  byte-identical SVG.
+- Deterministic: a fixed ``svg.hashsalt`` per chart and no date in the metadata;
+  the same report gives byte-identical SVG. Element ids are prefixed with the
+  chart's name, so the charts of one page never share an id.
 - Hostile labels: category names and defense specs come from data. Mathtext is
   off (``text.parse_math``), so ``$`` is a dollar sign; control characters are
   dropped and labels cut to 48 characters; text is written as SVG ``<text>``
@@ -80,8 +80,18 @@ def clean_svg(svg: str) -> str:
     return svg
 
 
+def _namespace_ids(svg: str, prefix: str) -> str:
+    """Prefix every element id and every reference to one, so that several charts in
+    one page never share an id (matplotlib numbers ``figure_1``, ``axes_1``... anew in
+    each figure)."""
+    svg = re.sub(r'\bid="', f'id="{prefix}-', svg)
+    svg = re.sub(r"url\(#", f"url(#{prefix}-", svg)
+    return re.sub(r'(xlink:href|href)="#', rf'\1="#{prefix}-', svg)
+
+
 def render_svg(name: str, size: tuple[float, float], draw: Callable[[Figure], None]) -> str:
-    """Draw a chart with ``draw(figure)`` and return its cleaned SVG (see module doc)."""
+    """Draw a chart with ``draw(figure)`` and return its cleaned SVG (see module doc);
+    ``name`` must be unique in the page: it salts and prefixes the SVG's ids."""
     rc: Any = {**_RC, "svg.hashsalt": f"shieldbench:{name}"}
     with matplotlib.rc_context(rc):
         fig = Figure(figsize=size, layout="constrained")
@@ -89,7 +99,8 @@ def render_svg(name: str, size: tuple[float, float], draw: Callable[[Figure], No
         draw(fig)
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None})
-    return clean_svg(buf.getvalue())
+    prefix = "chart-" + re.sub(r"[^A-Za-z0-9_-]", "-", name)
+    return clean_svg(_namespace_ids(buf.getvalue(), prefix))
 
 
 def _errors(rates: Sequence[Rate]) -> np.ndarray:

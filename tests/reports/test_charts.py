@@ -1,0 +1,64 @@
+"""Charts: offline SVG, deterministic, hostile labels escaped, nothing executable."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from shieldbench.errors import ShieldbenchError
+from shieldbench.metrics._testing import make_run
+from shieldbench.reports import build_report
+from shieldbench.reports._charts import category_chart, clean_svg, label, latency_chart
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+HOSTILE = ("<script>alert(1)</script>", "$\\frac{1}{0}$ & x", "a\x00b\nc\u2028d", "]]><![CDATA[")
+
+
+def _texts(svg: str) -> list[str]:
+    root = ET.fromstring(svg)  # well-formed XML, or this raises
+    return ["".join(t.itertext()) for t in root.iter(f"{SVG_NS}text")]
+
+
+def test_hostile_category_labels_are_escaped_text() -> None:
+    rows = [(c, True, i % 2 == 0, 0.5) for c in HOSTILE for i in range(4)]
+    rows += [("chat", False, False, 0.1)] * 4
+    section = build_report([make_run(rows)]).runs[0]
+    svg = category_chart([section])
+    assert svg is not None
+    assert "<script" not in svg
+    assert "&lt;script&gt;" in svg
+    texts = _texts(svg)
+    assert "<script>alert(1)</script>" in texts  # shown literally, as text
+    assert "$\\frac{1}{0}$ & x" in texts  # no mathtext: the dollars stay
+    assert "a b c d" in texts  # control characters and line breaks dropped
+    assert not any("\x00" in t for t in texts)
+
+
+def test_charts_are_deterministic_and_namespaced() -> None:
+    rows = [("c", True, True, 0.9), ("c", True, False, 0.2), ("b", False, False, 0.1)] * 10
+    section = build_report([make_run(rows)]).runs[0]
+    one = latency_chart([section], name="latency-a")
+    assert one == latency_chart([section], name="latency-a")
+    other = latency_chart([section], name="latency-b")
+    assert other is not None
+    assert one is not None
+    ids_one = {e.get("id") for e in ET.fromstring(one).iter() if e.get("id")}
+    ids_other = {e.get("id") for e in ET.fromstring(other).iter() if e.get("id")}
+    assert ids_one
+    assert all(i.startswith("chart-latency-a-") for i in ids_one)
+    assert not ids_one & ids_other
+
+
+def test_clean_svg_keeps_only_the_svg_element_and_refuses_scripts() -> None:
+    raw = '<?xml version="1.0"?>\n<!DOCTYPE svg>\n<svg><metadata>x</metadata><g/></svg>'
+    assert clean_svg(raw) == "<svg><g/></svg>"
+    for bad in ("<svg><script>x</script></svg>", "<svg><foreignObject/></svg>", "<p>no svg</p>"):
+        with pytest.raises(ShieldbenchError):
+            clean_svg(bad)
+
+
+def test_label_cuts_and_cleans() -> None:
+    assert label("a\tb\n\nc") == "a b c"
+    assert label("x" * 100, 10) == "x" * 9 + "…"
+    assert label("short") == "short"
