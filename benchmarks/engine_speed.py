@@ -14,7 +14,9 @@
     :class:`StreamsTransport` for why not httpx's default one). Baseline: the ideal
     2,000 / 64 x 20 ms = 625 ms. Also shown: the same defense driven by a bare
     ``asyncio.gather`` of 64 workers (the engine's own share, apart from the HTTP
-    client's), and the engine with httpx's default transport. Target: <= 1.3x.
+    client's), the engine with httpx's default transport, and the engine with a
+    defense that only awaits ``asyncio.sleep(0.02)`` (scheduling alone, no HTTP).
+    Target: <= 1.3x.
 
 Timings are the best of several repetitions, baseline and engine interleaved
 (noise on a shared machine only ever adds time). The HTTP client's CPU cost per
@@ -189,6 +191,19 @@ class LoopbackHTTP:
         return Verdict(blocked=data["blocked"], score=data["score"])
 
 
+class Sleeper:
+    """An async defense that only waits 20 ms: the engine's scheduling, no HTTP client."""
+
+    name = "sleeper"
+
+    def check(self, text: str) -> Verdict:
+        raise NotImplementedError("async only")
+
+    async def acheck(self, text: str) -> Verdict:
+        await asyncio.sleep(DELAY_S)
+        return ALLOW
+
+
 def bare_gather(defense: LoopbackHTTP, texts: list[str]) -> None:
     """The same defense at the same concurrency with nothing but ``asyncio.gather``."""
 
@@ -228,6 +243,7 @@ def measure_concurrency(n: int = N_HTTP, repeats: int = 3) -> dict[str, float]:
             repeats,
         )
         best |= _best({"default": lambda: screen(default, texts, config=config)}, 1)[0]
+        best |= _best({"sleeper": lambda: screen(Sleeper(), texts, config=config)}, repeats)[0]
     finally:
         server.kill()
         server.wait()
@@ -240,6 +256,7 @@ def measure_concurrency(n: int = N_HTTP, repeats: int = 3) -> dict[str, float]:
         "concurrency_gather_ratio": best["gather"] / ideal,
         "concurrency_engine_vs_gather": best["engine"] / best["gather"],
         "concurrency_httpcore_ratio": best["default"] / ideal,
+        "concurrency_sleeper_ratio": best["sleeper"] / ideal,
         "concurrency_engine_cpu_ms_per_request": cpu["engine"] / n * 1000,
         "concurrency_gather_cpu_ms_per_request": cpu["gather"] / n * 1000,
         "concurrency_cpu_budget_ms_per_request": DELAY_S / CONCURRENCY * 1000,
@@ -267,6 +284,7 @@ def main() -> int:
         ("    bare gather vs ideal", f"{m['concurrency_gather_ratio']:.2f}x", ""),
         ("    engine vs bare gather", f"{m['concurrency_engine_vs_gather']:.2f}x", ""),
         ("    engine, httpx default transport", f"{m['concurrency_httpcore_ratio']:.2f}x", ""),
+        ("    engine, 20 ms asyncio.sleep defense", f"{m['concurrency_sleeper_ratio']:.2f}x", ""),
         (
             "CPU per request: engine / gather",
             f"{m['concurrency_engine_cpu_ms_per_request']:.3f}"
