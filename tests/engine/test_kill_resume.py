@@ -29,12 +29,12 @@ CHILD = textwrap.dedent(
     class Sleepy:
         name = "sleepy"
         def check(self, text):
-            time.sleep(0.01)
+            time.sleep(0.02)  # 300 texts: >= 1.5 s at concurrency 4, time to kill it
             return Verdict(blocked=text.endswith("7"), score=0.5)
 
     class SleepyAsync(Sleepy):
         async def acheck(self, text):
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(0.05)
             return Verdict(blocked=text.endswith("7"), score=0.5)
 
     path, concurrency = sys.argv[2], int(sys.argv[3])
