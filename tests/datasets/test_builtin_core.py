@@ -6,7 +6,10 @@ samples, at least 40 per attack subcategory, at least 400 benign), the exact
 taxonomy names, every difficulty tier in every category with enough samples for
 a rate, valid severities, the record schema and id scheme, encodings that really
 decode, and no exact or near-duplicate texts anywhere in the corpus (attacks and
-benign together), so that no breakdown is inflated by copies.
+benign together), so that no breakdown is inflated by copies. It also checks that
+two format shortcuts stay closed: "is a chat transcript" and "contains a long
+encoded blob" must not separate attacks from benign traffic on their own, so the
+benign half holds enough transcripts and encoded data, and their encodings are real.
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ BENIGN_KINDS = frozenset(
         "conversational",
         "roleplay_creative",
         "documents",
+        "transcripts",
+        "encoded_data",
     }
 )
 FIELDS = frozenset(
@@ -271,3 +276,93 @@ def test_no_exact_duplicates(core: list[Sample]) -> None:
 def test_no_near_duplicates(core: list[Sample]) -> None:
     pairs = near_duplicates([s.text for s in core], threshold=0.8)
     assert [(core[i].id, core[j].id, round(sim, 3)) for i, j, sim in pairs] == []
+
+
+# --- format shortcuts: transcripts and encoded blobs are not attack-only ---------------
+
+MIN_BENIGN_WITH_FORMAT = 50
+
+# A speaker line: a role label ("User:", "Human:", "Agent (Mira):", "Utilisateur :",
+# "Turn 2 — User:") or any name after a timestamp ("[11:02] Priya:", "00:00:04 Rachel Kim:").
+_ROLES = "|".join(
+    (
+        "User|Human|Assistant|AI|Bot|You|Customer|Client|Agent|Support(?: engineer)?",
+        "Helpdesk|Interviewer|Candidate|Student|Tutor|Teacher|Host|Guest|Caller|Nurse",
+        "Player|Keeper|Game master|Librarian|Mechanic|Visitor|Guide|Developer|Employee",
+        "Child|Parent|OP|Waiter|Usuario|Usuário|Utilisateur|Nutzer|Utente|Gebruiker",
+        "Asistente|Assistente|Assistent|Cliente|Atendente|Kunde|Bewerberin|Aluno",
+        "Entrevistadora|Entrevistado",
+    )
+)
+_TIMESTAMP = r"(?:\[[^\]\n]{1,24}\]|\d{1,2}:\d{2}(?::\d{2})?)"
+_NAME = r"[^\W\d_][\w.'-]*(?: [^\W\d_][\w.'-]*)?"
+_SPEAKER_LINE = re.compile(
+    rf"^[ \t]*(?:(?:Turn \d+ [—-] )?(?P<role>{_ROLES})|{_TIMESTAMP}[ \t]+(?P<name>{_NAME}))"
+    r"(?:[ \t]*\([^)\n]{1,30}\))?[ \t]?:[ \t]",
+    re.MULTILINE,
+)
+# Base64 / Base64url runs of 24+ characters mixing upper case, lower case and digits
+# (so long words and paths do not count), and 12+ hex bytes, optionally spaced.
+_BLOB_BASE64 = re.compile(r"(?<![\w+/-])[A-Za-z0-9+/_-]{24,}={0,2}")
+_BLOB_HEX = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}[ -]{0,2}){12,}(?![0-9A-Fa-f])")
+_JWT = re.compile(r"\b(eyJ[\w-]+)\.(eyJ[\w-]+)\.[\w-]{16,}")
+_DATA_URI = re.compile(r"data:(image/[\w+.-]+);base64,([A-Za-z0-9+/]+={0,2})")
+_MAGIC = {"image/png": b"\x89PNG\r\n\x1a\n", "image/gif": b"GIF89a", "image/svg+xml": b"<svg"}
+
+
+def _is_transcript(text: str) -> bool:
+    """Three or more speaker lines from at least two speakers."""
+    speakers = [m["role"] or m["name"] for m in _SPEAKER_LINE.finditer(text)]
+    return len(speakers) >= 3 and len(set(speakers)) >= 2
+
+
+def _has_blob(text: str) -> bool:
+    for token in _BLOB_BASE64.findall(text):
+        if all(re.search(chars, token) for chars in ("[A-Z]", "[a-z]", "[0-9]")):
+            return True
+    return any(re.search("[0-9]", token) for token in _BLOB_HEX.findall(text))
+
+
+def _b64url_json(segment: str) -> object:
+    return json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
+
+
+def test_format_detectors_recognise_the_attack_formats(attacks: list[Sample]) -> None:
+    # The detectors below are the shortcut itself: they must fire on the attacks.
+    multi_turn = [s for s in attacks if s.subcategory == "multi_turn"]
+    assert all(_is_transcript(s.text) for s in multi_turn), [
+        s.id for s in multi_turn if not _is_transcript(s.text)
+    ]
+    encoded = [s for s in attacks if s.subcategory == "encoding_based"]
+    assert sum(_has_blob(s.text) for s in encoded) >= 10
+    assert not _is_transcript("From: a@example.org\nTo: b@example.org\nSubject: hi\n\nhello")
+    assert not _has_blob("see /usr/local/lib/python3/site-packages and internationalization")
+
+
+def test_transcript_format_alone_does_not_separate_the_classes(benign: list[Sample]) -> None:
+    transcripts = [s for s in benign if _is_transcript(s.text)]
+    assert len(transcripts) >= MIN_BENIGN_WITH_FORMAT, len(transcripts)
+    assert len({s.metadata["language"] for s in transcripts}) >= 4
+
+
+def test_encoded_blobs_alone_do_not_separate_the_classes(benign: list[Sample]) -> None:
+    with_blob = [s for s in benign if _has_blob(s.text)]
+    assert len(with_blob) >= MIN_BENIGN_WITH_FORMAT, len(with_blob)
+    assert len({s.metadata["language"] for s in with_blob}) >= 4
+
+
+def test_benign_encoded_data_is_really_encoded(benign: list[Sample]) -> None:
+    """JWT segments are JSON and data: URIs hold the image type they declare."""
+    encoded = [s.text for s in benign if s.subcategory == "encoded_data"]
+    jwts = [m.groups() for text in encoded for m in _JWT.finditer(text)]
+    images = [m.groups() for text in encoded for m in _DATA_URI.finditer(text)]
+    assert len(jwts) >= 3
+    assert len(images) >= 5
+    for header, payload in jwts:
+        decoded_header = _b64url_json(header)
+        assert isinstance(decoded_header, dict)
+        assert "alg" in decoded_header, header
+        assert isinstance(_b64url_json(payload), dict), payload
+    for mime, data in images:
+        raw = base64.b64decode(data, validate=True)
+        assert raw.startswith(_MAGIC[mime]), (mime, data[:20])
