@@ -30,7 +30,11 @@ def content_hash(samples: Iterable[Sample]) -> str:
     digest = hashlib.sha256()
     for s in samples:
         record = [s.id, s.text, s.label, s.category, s.subcategory, s.severity, s.tier, s.source]
-        digest.update(json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode())
+        digest.update(
+            json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode(
+                "utf-8", "surrogatepass"
+            )
+        )
         digest.update(b"\n")
     return "sha256:" + digest.hexdigest()
 

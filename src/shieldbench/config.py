@@ -1,0 +1,150 @@
+"""Benchmark configuration files (YAML): which defenses, which datasets, how to run.
+
+A config file names everything a ``shieldbench run`` needs, so a benchmark is one
+file under version control::
+
+    # shieldbench run --config bench.yaml
+    defenses:            # spec strings, see `shieldbench defenses list`
+      - pattern
+      - semantic
+    datasets:            # each defense runs on each dataset
+      - builtin:core
+      - jsonl:data/my_traffic.jsonl
+    run:                 # RunConfig fields, all optional
+      error_policy: fail_closed
+      timeout_s: 30
+      concurrency: 8
+      retries: 2
+      warmup: 3
+      batch_size: 32
+    margin: 0.1          # warn when a category is too small for this CI half-width
+    out: reports/nightly # where the reports go (default reports/<id>/)
+
+Relative paths inside dataset specs are resolved against the current directory,
+like paths on the command line. Unknown keys are errors (a typo must not silently
+change a benchmark).
+
+Example:
+    >>> cfg = parse_config({"defenses": ["pattern"], "datasets": ["builtin:smoke"],
+    ...                     "run": {"timeout_s": 5}})
+    >>> cfg.defenses, cfg.run.timeout_s
+    (('pattern',), 5.0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from shieldbench.errors import ConfigError
+from shieldbench.types import RunConfig
+
+__all__ = ["BenchmarkConfig", "load_config", "parse_config"]
+
+_TOP_KEYS = frozenset({"defenses", "datasets", "run", "margin", "out"})
+_FLOAT_FIELDS = frozenset({"timeout_s", "retry_backoff_s"})
+_INT_FIELDS = frozenset({"concurrency", "retries", "warmup", "batch_size"})
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkConfig:
+    """A whole benchmark: every defense runs on every dataset with ``run`` settings."""
+
+    defenses: tuple[str, ...]
+    datasets: tuple[str, ...]
+    run: RunConfig = field(default_factory=RunConfig)
+    margin: float = 0.1
+    out: Path | None = None
+
+
+def _spec_list(data: Mapping[str, Any], key: str, source: str) -> tuple[str, ...]:
+    value = data.get(key)
+    if value is None:
+        raise ConfigError(f"{source}: missing '{key}:' (a list of spec strings)")
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, Sequence) or not value:
+        raise ConfigError(f"{source}: '{key}:' must be a non-empty list of spec strings")
+    specs: list[str] = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not item.strip():
+            raise ConfigError(f"{source}: {key}[{i}] must be a spec string, got {item!r}")
+        specs.append(item.strip())
+    return tuple(specs)
+
+
+def _run_config(raw: Any, source: str) -> RunConfig:
+    if raw is None:
+        return RunConfig()
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{source}: 'run:' must be a mapping of RunConfig fields")
+    known = set(RunConfig.__dataclass_fields__)
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ConfigError(
+            f"{source}: unknown run setting(s) {', '.join(map(str, unknown))};"
+            f" allowed: {', '.join(sorted(known))}"
+        )
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        try:
+            if key in _FLOAT_FIELDS and value is not None:
+                values[key] = float(value)
+            elif key in _INT_FIELDS:
+                if isinstance(value, bool) or int(value) != value:
+                    raise ValueError
+                values[key] = int(value)
+            else:
+                values[key] = value
+        except (TypeError, ValueError):
+            raise ConfigError(f"{source}: run.{key} has an invalid value {value!r}") from None
+    try:
+        return RunConfig(**values)
+    except ValueError as exc:
+        raise ConfigError(f"{source}: run: {exc}") from None
+
+
+def parse_config(data: Any, *, source: str = "<config>") -> BenchmarkConfig:
+    """Validate a parsed YAML mapping into a :class:`BenchmarkConfig`."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{source}: a config file holds a mapping (defenses:, datasets:, ...)")
+    unknown = sorted(set(map(str, data)) - _TOP_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{source}: unknown key(s) {', '.join(unknown)};"
+            f" allowed: {', '.join(sorted(_TOP_KEYS))}"
+        )
+    margin = data.get("margin", 0.1)
+    if isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 < margin <= 0.5:
+        raise ConfigError(f"{source}: margin must be a number in (0, 0.5], got {margin!r}")
+    out = data.get("out")
+    if out is not None and not isinstance(out, str):
+        raise ConfigError(f"{source}: out must be a directory path, got {out!r}")
+    return BenchmarkConfig(
+        defenses=_spec_list(data, "defenses", source),
+        datasets=_spec_list(data, "datasets", source),
+        run=_run_config(data.get("run"), source),
+        margin=float(margin),
+        out=None if out is None else Path(out),
+    )
+
+
+def load_config(path: str | Path) -> BenchmarkConfig:
+    """Read and validate a YAML config file; errors name the file (and line for YAML)."""
+    source = Path(path)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{source}: config file not found") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark is not None else str(source)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{where}: invalid YAML ({problem})") from None
+    return parse_config(data, source=str(source))
