@@ -288,7 +288,7 @@ _ROLES = "|".join(
     (
         "User|Human|Assistant|AI|Bot|You|Customer|Client|Agent|Support(?: engineer)?",
         "Helpdesk|Interviewer|Candidate|Student|Tutor|Teacher|Host|Guest|Caller|Nurse",
-        "Player|Keeper|Game master|Librarian|Mechanic|Visitor|Guide|Developer|Employee",
+        "Player|Keeper|Game master|GM|DM|Librarian|Mechanic|Visitor|Guide|Developer|Employee",
         "Child|Parent|OP|Waiter|Usuario|Usuário|Utilisateur|Nutzer|Utente|Gebruiker",
         "Asistente|Assistente|Assistent|Cliente|Atendente|Kunde|Bewerberin|Aluno",
         "Entrevistadora|Entrevistado",
