@@ -11,6 +11,9 @@ Build any registered defense from its spec string::
 from __future__ import annotations
 
 from shieldbench.defenses._combinators import Fuse, Vote
+from shieldbench.defenses._embedding import Embedder, minilm_embedder
+from shieldbench.defenses._embedding_lr import EmbeddingLRDefense
+from shieldbench.defenses._head import EmbeddingHead, HeadMetrics, ModelCard, TrainingSource
 from shieldbench.defenses._preprocess import STRIPPERS, Preprocess, strip_wrappers
 from shieldbench.defenses._protocol import AsyncDefense, BatchDefense, Defense, defense_version
 from shieldbench.defenses._routing import (
@@ -21,6 +24,8 @@ from shieldbench.defenses._routing import (
     dual_gain,
     path_shares,
 )
+from shieldbench.defenses._semantic import SemanticDefense
+from shieldbench.defenses._training import threshold_for_fpr, train_embedding_head
 from shieldbench.defenses._wrappers import Dedup, FailSafe
 from shieldbench.errors import SpecError
 from shieldbench.registry import defenses as registry
@@ -34,18 +39,28 @@ __all__ = [
     "Defense",
     "Dual",
     "DualGain",
+    "Embedder",
+    "EmbeddingHead",
+    "EmbeddingLRDefense",
     "FailSafe",
     "Fuse",
+    "HeadMetrics",
+    "ModelCard",
     "PathShares",
     "Preprocess",
+    "SemanticDefense",
     "Tiered",
+    "TrainingSource",
     "Vote",
     "build_defense",
     "defense_version",
     "dual_gain",
+    "minilm_embedder",
     "path_shares",
     "registry",
     "strip_wrappers",
+    "threshold_for_fpr",
+    "train_embedding_head",
 ]
 
 
