@@ -7,7 +7,7 @@ from dataclasses import replace
 from shieldbench.attacks import AttackResult
 from shieldbench.metrics import rate, required_sample_size
 from shieldbench.metrics._testing import make_run
-from shieldbench.reports import Recommendation, build_report
+from shieldbench.reports import Recommendation, build_report, render_json
 from shieldbench.types import Run
 
 
@@ -169,3 +169,13 @@ def test_adaptive_attack_rule(attack_result: AttackResult) -> None:
     transfer = _by_rule(recs, "attack_transfer")
     evaded = attack_result.transfer[0].evaded.value
     assert bool(transfer) == (evaded is not None and evaded >= 0.3)
+
+
+def test_no_threshold_advice_when_only_blocking_nothing_meets_the_target() -> None:
+    # The most suspicious text is benign: only "block nothing" (threshold +inf) has FPR 0.
+    rows = [("inj", True, True, 0.6)] * 50
+    rows += [("chat", False, i == 0, 0.99 if i == 0 else 0.1) for i in range(20)]
+    report = build_report([make_run(rows)])
+    assert not _by_rule(list(report.recommendations), "threshold")
+    assert report.runs[0].summary.scores is not None
+    render_json(report)  # strict JSON: no infinity leaked into the evidence

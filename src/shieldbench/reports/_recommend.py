@@ -24,6 +24,7 @@ rule order within a priority). The thresholds are stated in each rule:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -56,10 +57,21 @@ class Context:
     settings: ReportSettings
 
 
+def _finite(value: Any) -> Any:
+    """Evidence as strict JSON: infinities and NaN become ``None``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
 def _rec(
     priority: Priority, rule: str, subject: str, message: str, **evidence: Any
 ) -> Recommendation:
-    return Recommendation(priority, rule, subject, message, evidence)
+    return Recommendation(priority, rule, subject, message, _finite(evidence))
 
 
 def _listing(items: Sequence[str]) -> str:
@@ -248,6 +260,8 @@ def threshold(ctx: Context) -> Iterator[Recommendation]:
         if sc is None or sc.tpr_at_fpr is None or fpr.value is None or block.value is None:
             continue
         op = sc.tpr_at_fpr
+        if not math.isfinite(op.threshold):
+            continue  # "block nothing" meets any FPR target; it is no advice
         op_block = op.block_rate.value or 0.0
         if fpr.value > target or op_block > block.value + 0.02:
             yield _rec(
