@@ -129,7 +129,7 @@ def _bar_chart(
     groups = sorted(groups, key=lambda g: (worst[g], g))[:MAX_ROWS][::-1]
     n = len(runs)
     height = 0.8 / n
-    size = (7.5, 1.0 + 0.24 * len(groups) * max(1, n * 0.7))
+    size = (6.2, 1.0 + 0.24 * len(groups) * max(1, n * 0.7))
 
     def draw(fig: Figure) -> None:
         ax = fig.subplots()
@@ -227,7 +227,7 @@ def heatmap_chart(runs: Sequence[RunSection], *, name: str = "heatmap") -> str |
             for t in tables
         ]
     )
-    size = (min(12.0, 4.5 + 0.45 * len(cats)), 1.8 + 0.4 * len(runs))
+    size = (min(12.0, 3.6 + 0.4 * len(cats)), 1.8 + 0.4 * len(runs))
 
     def draw(fig: Figure) -> None:
         ax = fig.subplots()
