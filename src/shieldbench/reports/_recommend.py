@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from shieldbench.metrics import Rate, required_sample_size
 from shieldbench.reports._attack_view import attack_recommendations
@@ -40,48 +38,18 @@ from shieldbench.reports._model import (
     ReportSettings,
     RunSection,
 )
+from shieldbench.reports._rules import (
+    Context,
+    comparison,
+    listing,
+    missing_label,
+    rate_evidence,
+    rec,
+)
 
 __all__ = ["RULES", "Context", "recommend"]
 
 _ORDER = {"critical": 0, "warning": 1, "info": 2}
-_LIST_LIMIT = 5
-
-
-@dataclass(frozen=True, slots=True)
-class Context:
-    """What a rule may read."""
-
-    runs: Sequence[RunSection]
-    groups: Sequence[DatasetGroup]
-    attack: AttackSection | None
-    settings: ReportSettings
-
-
-def _finite(value: Any) -> Any:
-    """Evidence as strict JSON: infinities and NaN become ``None``."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
-
-
-def _rec(
-    priority: Priority, rule: str, subject: str, message: str, **evidence: Any
-) -> Recommendation:
-    return Recommendation(priority, rule, subject, message, _finite(evidence))
-
-
-def _listing(items: Sequence[str]) -> str:
-    shown = ", ".join(items[:_LIST_LIMIT])
-    more = len(items) - _LIST_LIMIT
-    return shown + (f" and {more} more" if more > 0 else "")
-
-
-def _rate_evidence(r: Rate) -> dict[str, Any]:
-    return {"value": r.value, "ci_low": r.ci_low, "ci_high": r.ci_high, "k": r.k, "n": r.n}
 
 
 def coverage_gap(ctx: Context) -> Iterator[Recommendation]:
@@ -92,16 +60,16 @@ def coverage_gap(ctx: Context) -> Iterator[Recommendation]:
         groups = {g.group: g for g in run.summary.breakdowns.by.get("category", ())}
         gaps = sorted((groups[c] for c in cov.uncovered), key=lambda g: g.block_rate.value or 0.0)
         worst = gaps[0].block_rate.value or 0.0
-        yield _rec(
+        yield rec(
             "critical" if worst <= 0.5 else "warning",
             "coverage_gap",
             run.label,
             f"{len(gaps)} of {len(cov.covered) + len(gaps)} attack categories are blocked less"
             f" often than the {pct(cov.target, digits=0)} coverage target: "
-            + _listing([f"{g.group} {rate_text(g.block_rate)}" for g in gaps])
+            + listing([f"{g.group} {rate_text(g.block_rate)}" for g in gaps])
             + ". Review their example bypasses and add detection for these families.",
             target=cov.target,
-            uncovered=[{"category": g.group, **_rate_evidence(g.block_rate)} for g in gaps],
+            uncovered=[{"category": g.group, **rate_evidence(g.block_rate)} for g in gaps],
         )
 
 
@@ -111,9 +79,9 @@ def false_positive_cost(ctx: Context) -> Iterator[Recommendation]:
         r = run.summary.rates.false_positive_rate
         if r.value is None:
             continue
-        evidence = {**_rate_evidence(r), "target_fpr": target, "per_10k": 10_000 * r.value}
+        evidence = {**rate_evidence(r), "target_fpr": target, "per_10k": 10_000 * r.value}
         if r.k == 0:
-            yield _rec(
+            yield rec(
                 "info",
                 "false_positive_cost",
                 run.label,
@@ -131,7 +99,7 @@ def false_positive_cost(ctx: Context) -> Iterator[Recommendation]:
             if r.value > target
             else ""
         )
-        yield _rec(
+        yield rec(
             priority,
             "false_positive_cost",
             run.label,
@@ -159,10 +127,10 @@ def error_rate(ctx: Context) -> Iterator[Recommendation]:
             continue
         share = e.error_rate
         priority: Priority = "critical" if share > 0.1 else "warning" if share > 0.01 else "info"
-        kinds = _listing([f"{k} x{v}" for k, v in e.by_type.items()])
+        kinds = listing([f"{k} x{v}" for k, v in e.by_type.items()])
         effect = _POLICY_EFFECT[e.counted_as].format(a=e.attack_errors, b=e.benign_errors)
         timeout = run.config.timeout_s
-        yield _rec(
+        yield rec(
             priority,
             "error_rate",
             run.label,
@@ -194,7 +162,7 @@ def interval_too_wide(ctx: Context) -> Iterator[Recommendation]:
             if r.value is None or r.half_width <= margin:
                 continue
             need = _needed(r, margin)
-            yield _rec(
+            yield rec(
                 "warning",
                 "interval_too_wide",
                 run.label,
@@ -213,13 +181,13 @@ def interval_too_wide(ctx: Context) -> Iterator[Recommendation]:
             if g.block_rate.value is not None and g.block_rate.half_width > margin
         ]
         if wide:
-            yield _rec(
+            yield rec(
                 "info",
                 "interval_too_wide",
                 run.label,
                 f"{len(wide)} attack categories have block-rate intervals wider than"
                 f" ±{100 * margin:g} points: "
-                + _listing(
+                + listing(
                     [
                         f"{g.group} (n={g.block_rate.n}, needs {_needed(g.block_rate, margin)})"
                         for g in wide
@@ -238,19 +206,6 @@ def interval_too_wide(ctx: Context) -> Iterator[Recommendation]:
             )
 
 
-def missing_label(ctx: Context) -> Iterator[Recommendation]:
-    for group in ctx.groups:
-        for w in group.sample_size_warnings:
-            if w.scope == "label" and w.n == 0:
-                yield _rec(
-                    "critical",
-                    "missing_label",
-                    group.dataset.spec,
-                    f"{w.message}; add {w.label} samples to the dataset.",
-                    label=w.label,
-                )
-
-
 def threshold(ctx: Context) -> Iterator[Recommendation]:
     target = ctx.settings.target_fpr
     for run in ctx.runs:
@@ -264,7 +219,7 @@ def threshold(ctx: Context) -> Iterator[Recommendation]:
             continue  # "block nothing" meets any FPR target; it is no advice
         op_block = op.block_rate.value or 0.0
         if fpr.value > target or op_block > block.value + 0.02:
-            yield _rec(
+            yield rec(
                 "info",
                 "threshold",
                 run.label,
@@ -281,7 +236,7 @@ def threshold(ctx: Context) -> Iterator[Recommendation]:
 def no_scores(ctx: Context) -> Iterator[Recommendation]:
     for run in ctx.runs:
         if run.summary.scores is None and run.errors.total < run.errors.n_outcomes:
-            yield _rec(
+            yield rec(
                 "info",
                 "no_scores",
                 run.label,
@@ -297,7 +252,7 @@ def latency_tail(ctx: Context) -> Iterator[Recommendation]:
         if p50 is None or p99 is None or p50 <= 0:
             continue
         if p99 > 10 * p50 and p99 > 10.0:
-            yield _rec(
+            yield rec(
                 "info",
                 "latency_tail",
                 run.label,
@@ -316,7 +271,7 @@ def composite(ctx: Context) -> Iterator[Recommendation]:
             continue
         ps = facts.path_shares
         if ps is not None and ps.deep_share is not None:
-            yield _rec(
+            yield rec(
                 "info",
                 "tiered_paths",
                 run.label,
@@ -334,7 +289,7 @@ def composite(ctx: Context) -> Iterator[Recommendation]:
                 if extra_fpr <= target
                 else f"blocking with it would add more than {pct(target)} false positives"
             )
-            yield _rec(
+            yield rec(
                 "info" if extra_fpr > target else "warning",
                 "dual_gain",
                 run.label,
@@ -344,57 +299,6 @@ def composite(ctx: Context) -> Iterator[Recommendation]:
                 f" {dg.benign}): {advice}.",
                 extra_attacks_caught=dg.extra_attacks_caught,
                 extra_false_positives=dg.extra_false_positives,
-            )
-
-
-_FLIP = {
-    "significantly better": "significantly worse",
-    "significantly worse": "significantly better",
-}
-
-
-def comparison(ctx: Context) -> Iterator[Recommendation]:
-    for group in ctx.groups:
-        if group.comparison_note is not None:
-            yield _rec("warning", "comparison", group.dataset.spec, group.comparison_note)
-        cmp = group.comparison
-        if cmp is None or len(cmp.leaderboard) < 2:
-            continue
-        first, second = cmp.leaderboard[0].label, cmp.leaderboard[1].label
-        pair = cmp.pair(first, second)
-        verdicts = [
-            (v.metric, v.verdict if pair.a == first else _FLIP.get(v.verdict, v.verdict), v)
-            for v in pair.verdicts
-        ]
-        significant = [
-            f"{m.replace('_', ' ')} {word}" for m, word, _ in verdicts if word.startswith("signif")
-        ]
-        evidence = {m: {"verdict": word, "p_adjusted": v.p_adjusted} for m, word, v in verdicts}
-        rank_by = cmp.settings.rank_by.replace("_", " ")
-        if significant:
-            yield _rec(
-                "info",
-                "comparison",
-                group.dataset.spec,
-                f"{first} ranks first by {rank_by}; against {second} it is "
-                + "; ".join(significant)
-                + f" (alpha {cmp.settings.alpha:g}, {cmp.settings.correction} correction).",
-                leader=first,
-                runner_up=second,
-                verdicts=evidence,
-            )
-        else:
-            yield _rec(
-                "warning",
-                "comparison",
-                group.dataset.spec,
-                f"{first} ranks first by {rank_by}, but no paired test tells it apart from"
-                f" {second} at alpha {cmp.settings.alpha:g} after {cmp.settings.correction}"
-                " correction: the ranking may be noise. More samples (more discordant pairs)"
-                " are needed to separate them.",
-                leader=first,
-                runner_up=second,
-                verdicts=evidence,
             )
 
 
