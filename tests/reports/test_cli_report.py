@@ -158,3 +158,10 @@ def test_attack_command_writes_the_three_reports(tmp_path: Path) -> None:
     data = json.loads((out / "report.json").read_text())
     assert data["scope"] == "attack"
     assert data["attack"] == json.loads((out / "attack.json").read_text())
+
+
+def test_write_reports_into_a_file_path_says_so(run_a: Run, tmp_path: Path) -> None:
+    blocker = tmp_path / "taken"
+    blocker.write_text("a file, not a folder")
+    with pytest.raises(ConfigError, match="cannot write the reports to"):
+        write_reports(build_report([run_a]), blocker, formats=("md",))

@@ -230,3 +230,12 @@ def test_examples_limited_to_the_setting(run_b: Run) -> None:
     (table,) = _tables(MD.parse(section))
     assert len(table) - 1 == 2  # header + the 2 worst examples of the run
     assert "Showing 2 of" in section
+
+
+def test_attack_markdown_has_the_asr_curve(attack_result: AttackResult) -> None:
+    doc = render_markdown(build_report([], attack=attack_result))
+    section = doc.split("ASR against search queries spent", 1)[1]
+    (table, *_) = _tables(MD.parse(section.split("\n\n", 1)[1]))
+    queries = [int(q) for q in table[0][1:]]
+    assert queries == sorted(queries)
+    assert queries[-1] == max(p.queries for p in attack_result.figures.curve)

@@ -275,3 +275,15 @@ def test_policy_override_changes_every_figure(samples: list[Sample]) -> None:
     assert opened_fpr is not None
     assert closed_fpr > opened_fpr
     assert run.config == RunConfig(error_policy="fail_closed")
+
+
+def test_a_given_comparison_must_match_the_runs(
+    run_a: Run, run_b: Run, samples: list[Sample]
+) -> None:
+    cmp = compare_runs([run_a, run_b])
+    third = make_run(samples, spec="third", run_id="r-3")
+    with pytest.raises(ConfigError, match="covers 2 runs but the report has 3"):
+        build_report([run_a, run_b, third], comparison=cmp)
+    elsewhere = make_run(samples, spec="x", run_id="r-x", dataset_hash="sha256:elsewhere")
+    with pytest.raises(ConfigError, match="which no run of the report has"):
+        build_report([elsewhere], comparison=cmp)

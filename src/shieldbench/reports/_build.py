@@ -238,6 +238,12 @@ def _groups(
         note: str | None = None
         if len(group_runs) >= 2:
             if comparison is not None and comparison.content_hash == content_hash:
+                if len(comparison.runs) != len(group_runs):
+                    raise ConfigError(
+                        f"the comparison given covers {len(comparison.runs)} runs but the report"
+                        f" has {len(group_runs)} runs on {group_runs[0].dataset.spec!r}; pass the"
+                        " same runs to compare_runs and build_report"
+                    )
                 cmp = comparison
             else:
                 try:
@@ -328,6 +334,11 @@ def build_report(
         for r, label in zip(runs, labels, strict=True)
     )
     groups = _groups(runs, labels, policy=policy, margin=margin, comparison=comparison)
+    if comparison is not None and all(g.comparison is not comparison for g in groups):
+        raise ConfigError(
+            f"the comparison given is on content hash {comparison.content_hash}, which no run"
+            " of the report has"
+        )
     attack_section = None
     if attack is not None:
         data = attack.to_dict()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from shieldbench.metrics import PairedMetric
 from shieldbench.reports._attack_view import AttackView
-from shieldbench.reports._format import DASH, est_text, num, p_text, rate_text
+from shieldbench.reports._format import DASH, est_text, num, p_text, pct, rate_text
 from shieldbench.reports._mdescape import Md, md_table, md_text
 from shieldbench.reports._model import DatasetGroup
 
@@ -176,6 +176,26 @@ def attack_markdown(view: AttackView, *, examples: int) -> list[str]:
             ],
         ),
     ]
+    curve = [p for p in view.curve if p.get("asr") is not None]
+    if curve:
+        keep = sorted({round(i * (len(curve) - 1) / 9) for i in range(10)})
+        lines += [
+            "",
+            "ASR against search queries spent (cumulative; payload-preserving in brackets):",
+            "",
+            md_table(
+                ["Queries", *(Md(str(curve[i]["queries"])) for i in keep)],
+                [
+                    [
+                        "ASR",
+                        *(
+                            Md(f"{pct(curve[i]['asr'])} ({pct(curve[i].get('preserving_asr'))})")
+                            for i in keep
+                        ),
+                    ]
+                ],
+            ),
+        ]
     if view.rounds:
         rows: list[list[str | Md]] = [
             [

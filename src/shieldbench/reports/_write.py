@@ -70,11 +70,16 @@ def write_reports(
     if not stem or "/" in stem or "\\" in stem or stem.startswith("."):
         raise ConfigError(f"report file stem {stem!r} must be a plain file name")
     folder = Path(out_dir)
-    folder.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
-    for fmt in chosen:
-        suffix, render = _RENDERERS[fmt]
-        path = folder / f"{stem}.{suffix}"
-        _write_atomic(path, render(report))
-        written[fmt] = path
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for fmt in chosen:
+            suffix, render = _RENDERERS[fmt]
+            path = folder / f"{stem}.{suffix}"
+            _write_atomic(path, render(report))
+            written[fmt] = path
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the reports to {folder}: {exc.strerror or exc}; choose another folder"
+        ) from exc
     return written
