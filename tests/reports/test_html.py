@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 from collections import Counter
 from dataclasses import replace
@@ -254,3 +255,28 @@ def test_no_text_changes_the_page_structure(text: str) -> None:
     assert page.urls == BASELINE.urls
     assert page.scripts == BASELINE.scripts
     assert text in "".join(page.text)  # and the text itself is shown, as text
+
+
+EDGE_CASES = {
+    "all errors": ([("c", True, None), ("b", False, None)], "fail_closed"),
+    "all errors excluded": ([("c", True, None), ("b", False, "timeout")], "exclude"),
+    "only attacks": ([("c", True, True, 0.9), ("c", True, False, 0.1)], "fail_closed"),
+    "only benign": ([("b", False, True, 0.9), ("b", False, False, 0.1)], "fail_closed"),
+    "one sample": ([("c", True, True)], "fail_open"),
+    "tied scores": ([("c", True, True, 0.5), ("b", False, False, 0.5)] * 3, "fail_closed"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(EDGE_CASES))
+def test_degenerate_runs_render_everywhere(case: str) -> None:
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema (dev extra) is not installed")
+    from shieldbench.metrics._testing import make_run as make_small_run
+    from shieldbench.reports import render_json, render_markdown, report_schema
+
+    rows, policy = EDGE_CASES[case]
+    report = build_report([make_small_run(rows, policy=policy, latency_ms=0.0)])  # type: ignore[arg-type]
+    page = _parse(render_html(report))
+    assert page.scripts == [SCRIPT]
+    assert "# shieldbench report" in render_markdown(report)
+    jsonschema.Draft202012Validator(report_schema()).validate(json.loads(render_json(report)))
