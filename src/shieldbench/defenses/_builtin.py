@@ -14,7 +14,9 @@ import shieldbench.defenses._http  # http
 import shieldbench.defenses._llm  # llm, openai
 import shieldbench.defenses._preprocess  # preprocess
 import shieldbench.defenses._python_spec  # python:MODULE:ATTRIBUTE
+import shieldbench.defenses._recommended  # recommended
 import shieldbench.defenses._routing  # tiered, dual
 import shieldbench.defenses._semantic  # semantic
+import shieldbench.defenses._shift  # topic-shift
 import shieldbench.defenses._wrappers  # fail_closed, fail_open, dedup
 import shieldbench.defenses.pattern  # pattern
