@@ -32,6 +32,7 @@ from shieldbench.defenses._combinators import Vote
 from shieldbench.defenses._embedding import minilm_embedder
 from shieldbench.defenses._embedding_lr import EmbeddingLRDefense, default_head_path
 from shieldbench.defenses._head import EmbeddingHead
+from shieldbench.defenses._protocol import Defense
 from shieldbench.defenses._shift import TopicShiftDefense
 from shieldbench.errors import SpecError
 from shieldbench.registry import defenses
@@ -48,7 +49,7 @@ def build_recommended() -> Vote:
     from shieldbench.defenses.pattern import PatternDefense
 
     embedder = minilm_embedder()
-    children = [
+    children: list[Defense] = [
         PatternDefense(),
         EmbeddingLRDefense(embedder, EmbeddingHead.load(default_head_path()), source="shipped"),
         TopicShiftDefense(embedder),
