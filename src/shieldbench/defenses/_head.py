@@ -149,10 +149,15 @@ class EmbeddingHead:
         self.card = card
 
     def decision_function(self, embeddings: npt.ArrayLike) -> npt.NDArray[np.float64]:
-        """The logits ``w . e + b``, one per row."""
+        """The logits ``w . e + b``, one per row.
+
+        Computed row by row so a text's score never depends on the batch it came in
+        (a matrix product rounds differently for different batch shapes).
+        """
         x = np.asarray(embeddings, dtype=np.float64)
-        result: npt.NDArray[np.float64] = x @ self.coef + self.intercept
-        return result
+        x = x.reshape(1, -1) if x.ndim == 1 else x
+        result = np.fromiter((float(row @ self.coef) for row in x), np.float64, len(x))
+        return result + self.intercept
 
     def predict_proba(self, embeddings: npt.ArrayLike) -> npt.NDArray[np.float64]:
         """``P(attack)`` per row: the logistic function of the logits (overflow-safe)."""

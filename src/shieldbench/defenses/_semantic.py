@@ -96,7 +96,18 @@ def load_bank(spec: str | None, *, label: str) -> Bank:
     )
 
 
-def _top_k_mean(similarity: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.float64]:
+def _similarities(
+    vectors: npt.NDArray[np.float32], bank: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float64]:
+    """Cosine similarities, one text at a time: a text's score must not depend on
+    which other texts share its batch (a batched matrix product rounds differently
+    for different batch shapes)."""
+    bank64 = bank.astype(np.float64)
+    rows = [bank64 @ v for v in vectors.astype(np.float64)]
+    return np.stack(rows) if rows else np.zeros((0, bank.shape[0]))
+
+
+def _top_k_mean(similarity: npt.NDArray[np.float64], k: int) -> npt.NDArray[np.float64]:
     k = min(k, similarity.shape[1])
     if k == 1:
         best: npt.NDArray[np.float64] = similarity.max(axis=1).astype(np.float64)
@@ -148,12 +159,12 @@ class SemanticDefense:
         npt.NDArray[np.float64] | None,
         npt.NDArray[np.intp],
     ]:
-        attack_sim = vectors @ self._attack.T
+        attack_sim = _similarities(vectors, self._attack)
         a = _top_k_mean(attack_sim, self.top_k)
         nearest = attack_sim.argmax(axis=1)
         if self._benign is None:
             return np.clip(a, 0.0, 1.0), a, None, nearest
-        b = _top_k_mean(vectors @ self._benign.T, self.top_k)
+        b = _top_k_mean(_similarities(vectors, self._benign), self.top_k)
         return np.clip(a - np.maximum(0.0, b - a), 0.0, 1.0), a, b, nearest
 
     def check(self, text: str) -> Verdict:
