@@ -10,10 +10,10 @@ Build any registered defense from its spec string::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from shieldbench._lazy import lazy_attributes
 from shieldbench.defenses._combinators import Fuse, Vote
-from shieldbench.defenses._embedding import Embedder, minilm_embedder
-from shieldbench.defenses._embedding_lr import EmbeddingLRDefense
-from shieldbench.defenses._head import EmbeddingHead, HeadMetrics, ModelCard, TrainingSource
 from shieldbench.defenses._preprocess import STRIPPERS, Preprocess, strip_wrappers
 from shieldbench.defenses._protocol import AsyncDefense, BatchDefense, Defense, defense_version
 from shieldbench.defenses._routing import (
@@ -24,12 +24,35 @@ from shieldbench.defenses._routing import (
     dual_gain,
     path_shares,
 )
-from shieldbench.defenses._semantic import SemanticDefense
-from shieldbench.defenses._training import threshold_for_fpr, train_embedding_head
 from shieldbench.defenses._wrappers import Dedup, FailSafe
 from shieldbench.errors import SpecError
 from shieldbench.registry import defenses as registry
 from shieldbench.spec import Spec
+
+# The embedding API needs numpy: imported on first use, so that `import shieldbench`
+# and the command line start fast (see shieldbench._lazy).
+if TYPE_CHECKING:
+    from shieldbench.defenses._embedding import Embedder, minilm_embedder
+    from shieldbench.defenses._embedding_lr import EmbeddingLRDefense
+    from shieldbench.defenses._head import EmbeddingHead, HeadMetrics, ModelCard, TrainingSource
+    from shieldbench.defenses._semantic import SemanticDefense
+    from shieldbench.defenses._training import threshold_for_fpr, train_embedding_head
+else:
+    __getattr__ = lazy_attributes(
+        globals(),
+        {
+            "Embedder": "shieldbench.defenses._embedding",
+            "minilm_embedder": "shieldbench.defenses._embedding",
+            "EmbeddingLRDefense": "shieldbench.defenses._embedding_lr",
+            "EmbeddingHead": "shieldbench.defenses._head",
+            "HeadMetrics": "shieldbench.defenses._head",
+            "ModelCard": "shieldbench.defenses._head",
+            "TrainingSource": "shieldbench.defenses._head",
+            "SemanticDefense": "shieldbench.defenses._semantic",
+            "threshold_for_fpr": "shieldbench.defenses._training",
+            "train_embedding_head": "shieldbench.defenses._training",
+        },
+    )
 
 __all__ = [
     "STRIPPERS",
