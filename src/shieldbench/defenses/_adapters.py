@@ -25,7 +25,9 @@ spec                    package (module)                score / blocked
 ``injectionshield``     injectionshield                 ``risk_score`` (severity of the
                                                         worst matching rule: 0, .25, .5,
                                                         .75, 1); blocked when the risk level
-                                                        reaches ``threshold`` (MEDIUM)
+                                                        reaches ``threshold`` (MEDIUM);
+                                                        ``scan_batch``. Its rules use
+                                                        Python ``re`` on the raw text
 ``promptlint``          prompt-lint-py (promptlint)     ``risk_score`` of its L2 scorer;
                                                         blocked when the policy decides
                                                         BLOCK / ESCALATE_TO_HUMAN (mode
@@ -165,6 +167,7 @@ class InjectionShieldDefense:
         import injectionshield
 
         self._scan = injectionshield.scan
+        self._scan_batch = injectionshield.scan_batch
         levels = injectionshield.RiskLevel
         try:
             self._level = levels[threshold.upper()]
@@ -173,14 +176,20 @@ class InjectionShieldDefense:
             raise SpecError(f"injectionshield: threshold must be one of {names}") from None
         self.version = _version("injectionshield")
 
-    def check(self, text: str) -> Verdict:
-        result = self._scan(text, threshold=self._level)
+    @staticmethod
+    def _verdict(result: Any) -> Verdict:
         return Verdict(
             blocked=not result.safe,
             score=_unit(result.risk_score),
             label=result.risk_level.name,
             reasons=tuple(result.threats),
         )
+
+    def check(self, text: str) -> Verdict:
+        return self._verdict(self._scan(text, threshold=self._level))
+
+    def check_batch(self, texts: Sequence[str]) -> list[Verdict]:
+        return [self._verdict(r) for r in self._scan_batch(list(texts), threshold=self._level)]
 
 
 class PromptLintDefense:
