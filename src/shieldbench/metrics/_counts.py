@@ -22,7 +22,6 @@ from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special
 
 from shieldbench.errors import StatisticsError
 from shieldbench.metrics._intervals import (
@@ -117,6 +116,8 @@ def count_bootstrap_interval(
 def _bca_levels(
     statistic: CountStatistic, cf: FloatArray, theta: float, boot: FloatArray, alpha: float
 ) -> tuple[float, float]:
+    from scipy import special  # heavy: imported on first use, not with the package
+
     z0 = float(special.ndtri(((boot < theta).sum() + (boot <= theta).sum()) / (2.0 * boot.size)))
     # Jackknife: removing one observation from cell j gives the same value for every
     # observation of that cell, so four evaluations weighted by the counts suffice.

@@ -43,7 +43,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from shieldbench.errors import StatisticsError
 from shieldbench.metrics._confusion import resolve_policy
@@ -209,6 +208,8 @@ def precision_recall_curve(is_attack: ArrayLike, scores: ArrayLike) -> Precision
 
 def _delong(pos: FloatArray, neg: FloatArray) -> tuple[FloatArray, FloatArray]:
     """AUCs and their DeLong covariance for k score rows: ``pos`` (k, m), ``neg`` (k, n)."""
+    from scipy import stats  # heavy: imported on first use, not with the package
+
     m = pos.shape[1]
     n = neg.shape[1]
     tx = stats.rankdata(pos, axis=1)
@@ -308,6 +309,8 @@ def compare_auc(
     se = math.sqrt(var)
     z = diff / se
     half = z_value(confidence) * se
+    from scipy import stats
+
     p = float(2.0 * stats.norm.sf(abs(z)))
     return AucComparison(
         auc_a, auc_b, diff, max(-1.0, diff - half), min(1.0, diff + half), z, p, confidence

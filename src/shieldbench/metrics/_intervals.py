@@ -42,7 +42,6 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from shieldbench.errors import StatisticsError
 
@@ -79,6 +78,8 @@ def z_value(confidence: float) -> float:
 
 @functools.lru_cache(maxsize=64)
 def _z_cached(confidence: float) -> float:
+    from scipy import stats  # heavy: imported on first use, not with the package
+
     return float(stats.norm.isf((1.0 - confidence) / 2.0))
 
 
@@ -118,10 +119,14 @@ def proportion_interval(
         # Exact at the edges (the formula leaves 1e-17 rounding there).
         return (0.0 if k == 0 else _clip01(low)), (1.0 if k == n else _clip01(high))
     if method == "clopper_pearson":
+        from scipy import stats
+
         low = 0.0 if k == 0 else float(stats.beta.ppf(alpha / 2.0, k, n - k + 1))
         high = 1.0 if k == n else float(stats.beta.isf(alpha / 2.0, k + 1, n - k))
         return low, high
     if method == "jeffreys":
+        from scipy import stats
+
         low = 0.0 if k == 0 else float(stats.beta.ppf(alpha / 2.0, k + 0.5, n - k + 0.5))
         high = 1.0 if k == n else float(stats.beta.isf(alpha / 2.0, k + 0.5, n - k + 0.5))
         return low, high
@@ -259,6 +264,8 @@ def bootstrap_interval(
     if all(bool(np.all(a == a[0])) for a in arrays):
         # Every resample is the data itself: scipy would warn and return NaN.
         return Estimate(value, value, value, f"bootstrap-{method}", confidence, n)
+    from scipy import stats
+
     with warnings.catch_warnings():
         # A NaN bound (undefined statistic in some resamples) becomes None below.
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
@@ -303,6 +310,8 @@ def quantile_interval(values: npt.ArrayLike, q: float, *, confidence: float = 0.
     point = float(np.quantile(x, q))
     if x.size == 1:
         return Estimate(point, None, None, method, confidence, 1)
+    from scipy import stats
+
     ci = stats.quantile_test(x, q=point, p=q).confidence_interval(confidence_level=confidence)
     low = _finite_or_none(float(ci.low))
     high = _finite_or_none(float(ci.high))

@@ -38,8 +38,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from scipy import optimize, stats
-
 from shieldbench.errors import StatisticsError
 from shieldbench.metrics._intervals import _check_confidence, proportion_interval, z_value
 
@@ -132,6 +130,8 @@ def mcnemar_test(table: PairedTable, *, exact_below: int = EXACT_BELOW) -> McNem
     d = b + c
     if d == 0:
         return McNemarResult(None, 1.0, "none: no discordant pairs", 0)
+    from scipy import stats  # heavy: imported on first use, not with the package
+
     if d < exact_below:
         p = min(1.0, 2.0 * float(stats.binom.cdf(min(b, c), d, 0.5)))
         return McNemarResult(float(min(b, c)), p, "exact-binomial", d)
@@ -204,6 +204,8 @@ def _tango_root(table: PairedTable, target: float, lo: float, hi: float) -> floa
 
     if f(lo) * f(hi) > 0:
         return lo if abs(f(lo)) < abs(f(hi)) else hi
+    from scipy import optimize
+
     return float(optimize.brentq(f, lo, hi, xtol=1e-12))
 
 
@@ -287,6 +289,8 @@ def non_inferiority_test(
     diff = (table.only_a - table.only_b) / n
     delta0 = -margin if higher_is_better else margin
     t = _tango_statistic(table, delta0)
+    from scipy import stats
+
     p = float(stats.norm.sf(t)) if higher_is_better else float(stats.norm.cdf(t))
     low, high = tango_interval(table, confidence=1.0 - 2.0 * alpha)
     bound = low if higher_is_better else high
