@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
-import matplotlib
+from typing import TYPE_CHECKING
+
 import numpy as np
-from matplotlib.figure import Figure
 
 from shieldbench.reports._attack_view import AttackView
-from shieldbench.reports._charts import MAX_ROWS, PALETTE, label, render_svg
+from shieldbench.reports._charts import MAX_ROWS, PALETTE, label, percent_formatter, render_svg
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["asr_queries_chart", "mutator_chart"]
 
@@ -65,7 +68,7 @@ def asr_queries_chart(view: AttackView, *, name: str = "attack-asr") -> str | No
                 label=f"static ASR {100 * static:.1f}%",
             )
         ax.set_ylim(0, 1.02)
-        ax.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
+        ax.yaxis.set_major_formatter(percent_formatter())
         ax.set_xlabel("search queries spent (dots: end of each round, 95% interval)")
         ax.set_ylabel("attack success rate")
         ax.set_title("ASR against query budget", loc="left")
@@ -113,7 +116,7 @@ def mutator_chart(view: AttackView, *, name: str = "attack-mutators") -> str | N
             )
         ax.set_yticks(y, [label(f"{m.name} ({m.family})", 40) for m in rows])
         ax.set_xlim(0, 1.12)
-        ax.xaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
+        ax.xaxis.set_major_formatter(percent_formatter())
         ax.set_xlabel("success rate (bypasses / attempts), 95% interval")
         ax.set_title("Mutator success rates (blue: payload kept readable)", loc="left")
 

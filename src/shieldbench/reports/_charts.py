@@ -20,16 +20,17 @@ import io
 import math
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from shieldbench.errors import ShieldbenchError
 from shieldbench.metrics import Rate
 from shieldbench.reports._model import RunSection
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import PercentFormatter
 
 __all__ = [
     "PALETTE",
@@ -39,6 +40,7 @@ __all__ = [
     "heatmap_chart",
     "label",
     "latency_chart",
+    "percent_formatter",
     "pr_chart",
     "render_svg",
     "roc_chart",
@@ -91,7 +93,14 @@ def _namespace_ids(svg: str, prefix: str) -> str:
 
 def render_svg(name: str, size: tuple[float, float], draw: Callable[[Figure], None]) -> str:
     """Draw a chart with ``draw(figure)`` and return its cleaned SVG (see module doc);
-    ``name`` must be unique in the page: it salts and prefixes the SVG's ids."""
+    ``name`` must be unique in the page: it salts and prefixes the SVG's ids.
+
+    matplotlib is imported here, on the first chart, not with the package: it costs
+    more than half a second, and only the HTML renderer draws."""
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     rc: Any = {**_RC, "svg.hashsalt": f"shieldbench:{name}"}
     with matplotlib.rc_context(rc):
         fig = Figure(figsize=size, layout="constrained")
@@ -101,6 +110,13 @@ def render_svg(name: str, size: tuple[float, float], draw: Callable[[Figure], No
         fig.savefig(buf, format="svg", metadata={"Date": None})
     prefix = "chart-" + re.sub(r"[^A-Za-z0-9_-]", "-", name)
     return clean_svg(_namespace_ids(buf.getvalue(), prefix))
+
+
+def percent_formatter() -> PercentFormatter:
+    """Axis ticks as percentages of 1.0 (call it inside a ``draw`` function)."""
+    from matplotlib.ticker import PercentFormatter
+
+    return PercentFormatter(1.0)
 
 
 def _errors(rates: Sequence[Rate]) -> np.ndarray:
@@ -156,7 +172,7 @@ def _bar_chart(
             )
         ax.set_yticks(y, [label(g) for g in groups])
         ax.set_xlim(0, 1.0)
-        ax.xaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
+        ax.xaxis.set_major_formatter(percent_formatter())
         ax.set_xlabel(xlabel)
         ax.set_title(title, loc="left")
         if n > 1:
@@ -239,7 +255,7 @@ def heatmap_chart(runs: Sequence[RunSection], *, name: str = "heatmap") -> str |
         ax.set_xticks(range(len(cats)), [label(c, 24) for c in cats], rotation=45, ha="right")
         ax.set_yticks(range(len(runs)), [label(r.label, 32) for r in runs])
         ax.set_title("Block rate (%) per defense and attack category", loc="left", fontsize=9)
-        fig.colorbar(image, ax=ax, fraction=0.03, format=matplotlib.ticker.PercentFormatter(1.0))
+        fig.colorbar(image, ax=ax, fraction=0.03, format=percent_formatter())
 
     return render_svg(name, size, draw)
 
@@ -344,7 +360,7 @@ def tradeoff_chart(run: RunSection, *, name: str = "tradeoff") -> str | None:
                 textcoords="offset points",
             )
         ax.set_ylim(0, 1.02)
-        ax.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
+        ax.yaxis.set_major_formatter(percent_formatter())
         ax.set_xlabel("score threshold (block when score ≥ threshold)")
         ax.set_title(label(f"{run.label}: {t.policy}", 80), loc="left", fontsize=8)
         ax.legend(loc="center left", fontsize=7)
@@ -374,7 +390,7 @@ def latency_chart(runs: Sequence[RunSection], *, name: str = "latency") -> str |
                     ax.axvline(q, color=colour, linestyle=style, linewidth=0.9, alpha=0.8)
         if log:
             ax.set_xscale("log")
-        ax.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
+        ax.yaxis.set_major_formatter(percent_formatter())
         ax.set_xlabel("latency (ms); solid line p50, dotted line p99")
         ax.set_ylabel("share of calls")
         ax.set_title("Latency distribution", loc="left")

@@ -27,9 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jinja2 import Environment, StrictUndefined, Template
 from markupsafe import Markup
 
 from shieldbench.metrics import Estimate, Rate
@@ -46,6 +45,9 @@ from shieldbench.reports._format import (
 from shieldbench.reports._markdown_more import paired_difference_text
 from shieldbench.reports._model import DatasetGroup, Report, RunSection
 from shieldbench.reports._summary_rows import summary_rows
+
+if TYPE_CHECKING:
+    from jinja2 import Environment, Template
 
 __all__ = ["CSP_TEMPLATE", "MAX_ATTACK_BYPASSES", "render_html"]
 
@@ -83,6 +85,8 @@ def _cut(text: object, limit: int = 500) -> str:
 
 @cache
 def _environment() -> Environment:
+    from jinja2 import Environment, StrictUndefined  # on first render, not at import
+
     env = Environment(autoescape=True, undefined=StrictUndefined, keep_trailing_newline=True)
     env.filters.update(
         rate=lambda r, n=False: rate_text(r, n=n),
