@@ -38,8 +38,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from shieldbench.errors import ConfigError
 from shieldbench.types import RunConfig
 
@@ -140,6 +138,8 @@ def load_config(path: str | Path) -> BenchmarkConfig:
         text = source.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{source}: config file not found") from None
+    import yaml  # on first use: not every command reads a config
+
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

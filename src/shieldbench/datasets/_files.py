@@ -34,8 +34,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from shieldbench.datasets._dataset import Dataset
 from shieldbench.datasets._records import MAPPING_OPTIONS, RecordMapping, SampleBuilder
 from shieldbench.errors import DatasetError
@@ -267,6 +265,8 @@ def load_pint(
     id_prefix: str | None = None,
 ) -> Dataset:
     """The PINT benchmark YAML format: a list of ``{text, category, label: bool}``."""
+    import yaml  # on first use: only this loader reads YAML
+
     text = read_utf8(path)
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)

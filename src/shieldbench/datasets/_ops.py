@@ -32,12 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
-
 from shieldbench.datasets._dataset import Dataset
 from shieldbench.datasets._similarity import near_duplicates, normalize_text
 from shieldbench.errors import ConfigError, DatasetError
-from shieldbench.metrics import required_sample_size
 from shieldbench.registry import datasets
 from shieldbench.spec import Spec
 from shieldbench.types import LABELS, Sample
@@ -118,6 +115,9 @@ def sample_size_warnings(
     A label with no samples at all is always reported. Order: labels first
     (attack, benign), then categories by label and name.
     """
+    # Imported on use: the metrics package (numpy) is not needed to load a dataset.
+    from shieldbench.metrics import required_sample_size
+
     required = required_sample_size(margin=margin, rate=rate, confidence=confidence)
     by_label: Counter[str] = Counter()
     by_category: Counter[tuple[str, str]] = Counter()
@@ -195,6 +195,8 @@ def describe_dataset(
         name: tuple(Counter(_field_value(s, name) for s in ds).most_common())
         for name in SUMMARY_FIELDS
     }
+    import numpy as np  # on use: loading a dataset does not need numpy
+
     lengths = np.array([len(s.text) for s in ds], dtype=float)
     stats = LengthStats(
         min=int(lengths.min()),

@@ -25,8 +25,6 @@ import random
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from shieldbench.datasets._dataset import Dataset
 from shieldbench.datasets._files import read_utf8
 from shieldbench.datasets._packages import package_dir
@@ -38,12 +36,14 @@ from shieldbench.spec import Spec
 __all__ = ["load_pyrit_jailbreaks"]
 
 _INSTALL = "pip install jinja2 && pip install --no-deps pyrit"
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _yaml(path: Path) -> Any:
+    import yaml  # on first use, not when the loader registers
+
+    loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return yaml.load(read_utf8(path), Loader=_Loader)
+        return yaml.load(read_utf8(path), Loader=loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         line = None if mark is None else mark.line + 1
