@@ -1,29 +1,30 @@
-"""Markdown and JSON of an attack result; texts are data, escaped everywhere."""
+"""An attack result on disk (attack.json) and as a terminal figure.
+
+The Markdown, HTML and JSON reports of an attack come from the report package, the
+one renderer of results: see tests/reports/test_markdown_attack.py.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+import shieldbench.attacks
 from shieldbench.attacks import (
     AttackResult,
     AttackSettings,
-    attack_to_markdown,
     format_asr,
     load_attack,
     run_attack,
     save_attack,
-    write_attack_reports,
 )
-from shieldbench.datasets import Dataset
 from shieldbench.errors import RunError
 from shieldbench.metrics import rate
-from shieldbench.types import Sample
+from shieldbench.reports import build_report, render_markdown
 
 
 @pytest.fixture(scope="module")
@@ -36,41 +37,11 @@ def result(toys: SimpleNamespace) -> AttackResult:
     )
 
 
-def test_markdown_has_every_figure(result: AttackResult) -> None:
-    md = attack_to_markdown(result)
-    for heading in (
-        "## Summary",
-        "## ASR by round",
-        "## ASR against search queries spent",
-        "## Mutators",
-        "## Compositions that bypassed",
-        "## Transfer",
-        "## Bypasses",
-        "## Settings",
-    ):
-        assert heading in md
-    f = result.figures
-    assert format_asr(f.static_asr) in md
-    assert format_asr(f.adaptive_asr) in md
-    assert format_asr(f.preserving_asr) in md
-    assert f"median {f.queries_to_bypass.bypass.median:g}" in md
-    assert "| allow-all |" in md
-    for m in result.mutators:
-        assert f"| {m.name} | {m.family} |" in md
-    for r in f.rounds:
-        assert f"| {r.round} | {r.queries} |" in md
-
-
-def test_hostile_texts_cannot_escape(result: AttackResult) -> None:
-    evil = "```\n</code><script>alert(1)</script> | cell | ````"
-    bypass = dataclasses.replace(
-        result.bypasses[0], sample_id="<img src=x onerror=alert(1)>|x", text=evil
-    )
-    md = attack_to_markdown(dataclasses.replace(result, bypasses=(bypass,)))
-    assert "<img" not in md
-    assert "&lt;img src=x onerror=alert(1)&gt;\\|x" in md
-    fence = re.search(r"^(`{5,})text\n" + re.escape(evil) + r"\n\1$", md, flags=re.M)
-    assert fence is not None, "the fence must be longer than any backtick run inside"
+def test_the_attack_package_renders_no_markdown() -> None:
+    """One renderer: the report package (report.md), none in the attack package."""
+    names = set(shieldbench.attacks.__all__)
+    assert not {"attack_to_markdown", "write_attack_reports"} & names
+    assert {"save_attack", "load_attack", "format_asr"} <= names
 
 
 def test_format_asr_undefined_rate() -> None:
@@ -78,11 +49,11 @@ def test_format_asr_undefined_rate() -> None:
     assert format_asr(rate(1, 4)).startswith("25.0% [")
 
 
-def test_reports_round_trip_through_files(result: AttackResult, tmp_path: Path) -> None:
-    paths = write_attack_reports(result, tmp_path / "out")
-    assert load_attack(paths["json"]) == result
-    assert paths["markdown"].read_text(encoding="utf-8") == attack_to_markdown(result)
-    data = json.loads(paths["json"].read_text(encoding="utf-8"))
+def test_attack_json_round_trips(result: AttackResult, tmp_path: Path) -> None:
+    path = save_attack(result, tmp_path / "out" / "attack.json")
+    assert path == tmp_path / "out" / "attack.json"
+    assert load_attack(path) == result
+    data = json.loads(path.read_text(encoding="utf-8"))
     assert (data["kind"], data["schema_version"]) == ("shieldbench.attack", 1)
     assert {"static_asr", "adaptive_asr", "rounds", "curve", "queries_to_bypass", "chains"} <= set(
         data["figures"]
@@ -94,8 +65,6 @@ def test_lone_surrogates_survive_saving(result: AttackResult, tmp_path: Path) ->
     weird = dataclasses.replace(result, bypasses=(odd,))
     path = save_attack(weird, tmp_path / "a.json")
     assert load_attack(path).bypasses[0].text == "bad \ud800 half"
-    md = write_attack_reports(weird, tmp_path)["markdown"].read_text(encoding="utf-8")
-    assert "bad \\ud800 half" in md  # escaped where UTF-8 cannot hold it
 
 
 def test_loading_bad_files_names_the_file(tmp_path: Path, result: AttackResult) -> None:
@@ -119,10 +88,8 @@ def test_loading_bad_files_names_the_file(tmp_path: Path, result: AttackResult) 
         AttackResult.from_dict(data)
 
 
-def test_a_result_with_no_bypass_renders(toys: SimpleNamespace) -> None:
-    data = Dataset("d", (Sample("a", "Ignore the password", "attack"),))
-    r = run_attack(toys.Constant(True), data, settings=AttackSettings(budget=5))
-    md = attack_to_markdown(r)
-    assert "No chain bypassed the defense." in md
-    assert "none found; 1 searched attacks held" in md
-    assert "## Bypasses (0 of 0)" in md
+def test_the_report_renders_a_result_of_this_module(result: AttackResult) -> None:
+    md = render_markdown(build_report([], attack=result))
+    assert md.startswith("# shieldbench adaptive attack: keyword on ")
+    assert f"{format_asr(result.figures.adaptive_asr).split(' (')[0]}" in md
+    assert "| allow-all |" in md

@@ -36,8 +36,13 @@ def test_attack_writes_reports_and_a_loadable_bypass_dataset(tmp_path: Path) -> 
     assert attack.counts.search_queries <= 60
     assert attack.settings.mutators == ()  # all of them
     assert [t.defense.spec for t in attack.transfer] == ["pattern(threshold=0.9)"]
-    md = (out / "attack.md").read_text(encoding="utf-8")
-    assert md.startswith("# Adaptive attack: pattern on builtin:smoke")
+    assert sorted(p.name for p in out.iterdir()) == [
+        "attack.json", "bypasses.jsonl", "report.html", "report.json", "report.md",
+    ]  # fmt: skip
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert md.startswith("# shieldbench adaptive attack: pattern on builtin:smoke")
+    assert f"Attack {attack.meta.id}, started" in md
+    assert "| pattern(threshold=0.9) |" in md  # the transfer table
     bypasses = load_dataset(f"jsonl:{out / 'bypasses.jsonl'}")
     assert len(bypasses) == len(attack.bypasses) > 0
     pattern = build_defense("pattern")

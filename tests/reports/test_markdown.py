@@ -157,7 +157,8 @@ def test_comparison_and_attack_sections(documents: dict[str, str]) -> None:
     doc = documents["attack"]
     for figure in ("Static ASR", "Adaptive ASR (after the search)", "Queries to first bypass"):
         assert figure in doc
-    assert "Mutators that worked" in doc
+    assert "Mutators (bypasses / queries whose chain used them" in doc
+    assert "Compositions that bypassed" in doc
     assert "Transfer of the bypasses" in doc
     assert "## Composite defenses" in documents["composite"]
 
@@ -236,6 +237,8 @@ def test_attack_markdown_has_the_asr_curve(attack_result: AttackResult) -> None:
     doc = render_markdown(build_report([], attack=attack_result))
     section = doc.split("ASR against search queries spent", 1)[1]
     (table, *_) = _tables(MD.parse(section.split("\n\n", 1)[1]))
-    queries = [int(q) for q in table[0][1:]]
+    assert table[0] == ["Queries", "Attacks through", "ASR"]
+    queries = [int(row[0]) for row in table[1:]]
+    assert len(queries) >= 2
     assert queries == sorted(queries)
     assert queries[-1] == max(p.queries for p in attack_result.figures.curve)

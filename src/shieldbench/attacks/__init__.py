@@ -36,7 +36,9 @@ Example:
 
 from __future__ import annotations
 
-from shieldbench.attacks._attack import run_attack
+from typing import TYPE_CHECKING
+
+from shieldbench._lazy import lazy_attributes
 from shieldbench.attacks._mutator import (
     FAMILIES,
     Family,
@@ -61,24 +63,45 @@ from shieldbench.attacks._records import (
     RoundSummary,
     Strategy,
 )
-from shieldbench.attacks._report import (
-    attack_to_markdown,
-    format_asr,
-    load_attack,
-    save_attack,
-    write_attack_reports,
-)
-from shieldbench.attacks._result import (
-    ATTACK_SCHEMA_VERSION,
-    AttackCounts,
-    AttackFigures,
-    AttackMeta,
-    AttackResult,
-    TransferResult,
-)
-from shieldbench.attacks._search import MAX_CANDIDATE_CHARS
-from shieldbench.attacks._tiers import bypasses_dataset, mutate_dataset, write_jsonl
-from shieldbench.attacks._transfer import replayed_bypasses, transfer_bypasses
+
+# The search, its results and files need the engine and the metrics (numpy): imported
+# on first use, so that listing mutators and `shieldbench --help` start fast.
+if TYPE_CHECKING:
+    from shieldbench.attacks._attack import run_attack
+    from shieldbench.attacks._report import format_asr, load_attack, save_attack
+    from shieldbench.attacks._result import (
+        ATTACK_SCHEMA_VERSION,
+        AttackCounts,
+        AttackFigures,
+        AttackMeta,
+        AttackResult,
+        TransferResult,
+    )
+    from shieldbench.attacks._search import MAX_CANDIDATE_CHARS
+    from shieldbench.attacks._tiers import bypasses_dataset, mutate_dataset, write_jsonl
+    from shieldbench.attacks._transfer import replayed_bypasses, transfer_bypasses
+else:
+    __getattr__ = lazy_attributes(
+        globals(),
+        {
+            "run_attack": "shieldbench.attacks._attack",
+            "format_asr": "shieldbench.attacks._report",
+            "load_attack": "shieldbench.attacks._report",
+            "save_attack": "shieldbench.attacks._report",
+            "ATTACK_SCHEMA_VERSION": "shieldbench.attacks._result",
+            "AttackCounts": "shieldbench.attacks._result",
+            "AttackFigures": "shieldbench.attacks._result",
+            "AttackMeta": "shieldbench.attacks._result",
+            "AttackResult": "shieldbench.attacks._result",
+            "TransferResult": "shieldbench.attacks._result",
+            "MAX_CANDIDATE_CHARS": "shieldbench.attacks._search",
+            "bypasses_dataset": "shieldbench.attacks._tiers",
+            "mutate_dataset": "shieldbench.attacks._tiers",
+            "write_jsonl": "shieldbench.attacks._tiers",
+            "replayed_bypasses": "shieldbench.attacks._transfer",
+            "transfer_bypasses": "shieldbench.attacks._transfer",
+        },
+    )
 
 __all__ = [
     "ATTACK_SCHEMA_VERSION",
@@ -103,7 +126,6 @@ __all__ = [
     "RoundSummary",
     "Strategy",
     "TransferResult",
-    "attack_to_markdown",
     "bypasses_dataset",
     "compose",
     "format_asr",
@@ -117,6 +139,5 @@ __all__ = [
     "save_attack",
     "synonym_table",
     "transfer_bypasses",
-    "write_attack_reports",
     "write_jsonl",
 ]

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from shieldbench.errors import ConfigError
-from shieldbench.metrics import Rate
+
+if TYPE_CHECKING:
+    from shieldbench.metrics import Rate
 
 __all__ = [
     "STRATEGIES",
@@ -33,6 +35,9 @@ STRATEGIES: tuple[str, ...] = get_args(Strategy)
 
 def rate_from_dict(data: Mapping[str, Any]) -> Rate:
     """A :class:`~shieldbench.metrics.Rate` back from its ``to_dict()``."""
+    # Imported on use: the records (and ``shieldbench attack --help``) need no numpy.
+    from shieldbench.metrics import Rate
+
     return Rate(**{k: data[k] for k in Rate.__dataclass_fields__})
 
 

@@ -1,8 +1,9 @@
-"""Rendering an :class:`AttackResult`: Markdown, JSON files, and reading them back.
+"""An :class:`AttackResult` on disk (``attack.json``) and as a terminal figure.
 
-Attack texts are data: in tables they are HTML-escaped with ``|`` and newlines
-neutralised; whole texts go in fenced code blocks whose fence is longer than any
-backtick run inside, so nothing in a payload can end the block or become markup.
+:func:`save_attack` writes the result's ``to_dict()`` form, :func:`load_attack` reads
+it back (``shieldbench report attack.json`` renders it again). The Markdown, HTML and
+JSON reports of an attack are rendered by :mod:`shieldbench.reports`, the one
+renderer of results, from the same ``to_dict()`` form.
 """
 
 from __future__ import annotations
@@ -11,25 +12,15 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from shieldbench.attacks._records import CurvePoint
 from shieldbench.attacks._result import AttackResult
 from shieldbench.errors import RunError
-from shieldbench.metrics import Rate
 
-__all__ = [
-    "attack_to_markdown",
-    "format_asr",
-    "load_attack",
-    "save_attack",
-    "write_attack_reports",
-]
+if TYPE_CHECKING:
+    from shieldbench.metrics import Rate
 
-MAX_BYPASSES_SHOWN = 20
-MAX_CHAINS_SHOWN = 20
-MAX_CURVE_ROWS = 20
-MAX_TEXT_CHARS = 600
+__all__ = ["format_asr", "load_attack", "save_attack"]
 
 
 def format_asr(r: Rate) -> str:
@@ -37,195 +28,6 @@ def format_asr(r: Rate) -> str:
     if r.value is None:
         return f"– ({r.k}/{r.n})"
     return f"{100 * r.value:.1f}% [{100 * r.ci_low:.1f}–{100 * r.ci_high:.1f}] ({r.k}/{r.n})"
-
-
-def _cell(value: object) -> str:
-    text = "" if value is None else str(value)
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
-
-
-def _row(*cells: object) -> str:
-    return "| " + " | ".join(_cell(c) for c in cells) + " |"
-
-
-def _table(header: tuple[str, ...], rows: list[tuple[object, ...]]) -> list[str]:
-    lines = [_row(*header), "|" + "|".join("---" for _ in header) + "|"]
-    lines.extend(_row(*r) for r in rows)
-    return lines
-
-
-def _fenced(text: str) -> list[str]:
-    shown = text if len(text) <= MAX_TEXT_CHARS else text[:MAX_TEXT_CHARS] + " […]"
-    longest = run = 0
-    for c in shown:
-        run = run + 1 if c == "`" else 0
-        longest = max(longest, run)
-    fence = "`" * max(3, longest + 1)
-    return [fence + "text", shown, fence]
-
-
-def _score(x: float | None) -> str:
-    return "–" if x is None else f"{x:.3f}"
-
-
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.1f}%"
-
-
-def _thin(points: tuple[CurvePoint, ...], n: int) -> list[CurvePoint]:
-    """At most ``n`` points, first and last kept, evenly spaced in between."""
-    if len(points) <= n:
-        return list(points)
-    step = (len(points) - 1) / (n - 1)
-    return [points[round(i * step)] for i in range(n)]
-
-
-def attack_to_markdown(result: AttackResult) -> str:
-    """The attack report as Markdown: summary, rounds, curve, mutators, transfer, bypasses."""
-    s, c, f, m = result.settings, result.counts, result.figures, result.meta
-    out = [
-        f"# Adaptive attack: {_cell(result.defense.spec)} on {_cell(result.dataset.spec)}",
-        "",
-        f"Attack `{m.id}` · strategy **{m.strategy}** (requested {s.strategy}) · seed {s.seed}"
-        f" · budget {s.budget} search queries over {s.rounds} rounds · max depth {s.max_depth}"
-        f" · started {m.started.isoformat(timespec='seconds')}"
-        f" · dataset hash `{result.dataset.content_hash}`",
-        "",
-        "## Summary",
-        "",
-        *_table(
-            ("figure", "value [95% Wilson CI] (k/n)"),
-            [
-                ("static ASR (chosen attacks, unmodified)", format_asr(f.static_asr)),
-                ("adaptive ASR (after the search)", format_asr(f.adaptive_asr)),
-                ("adaptive ASR, payload-preserving bypasses only", format_asr(f.preserving_asr)),
-                ("searched attacks bypassed", format_asr(f.target_bypass_rate)),
-            ],
-        ),
-        "",
-        f"{c.attacks} attack samples chosen ({c.excluded} excluded by the error policy"
-        f" `{result.config.error_policy}`, {c.static_errors} static errors); {c.static_bypassed}"
-        f" got through unmodified, {c.targets} were blocked and searched. Queries: static pass"
-        f" {c.static_queries}, search {c.search_queries} of {s.budget} ({c.errored_queries}"
-        " errored; errors count against the budget and are never bypasses).",
-        "",
-    ]
-    for label, q in (
-        ("first bypass", f.queries_to_bypass.bypass),
-        ("first payload-preserving bypass", f.queries_to_bypass.preserving),
-    ):
-        if q.median is None:
-            out.append(f"- Queries to {label}: none found; {q.n_never} searched attacks held.")
-        else:
-            out.append(
-                f"- Queries to {label}: median {q.median:g} (IQR {q.q1:g}–{q.q3:g}, max {q.max})"
-                f" over {q.n_bypassed} bypassed attacks; {q.n_never} never bypassed."
-            )
-    out += ["", "## ASR by round", ""]
-    out += _table(
-        ("round", "queries", "candidates", "errors", "attacks searched", "ASR", "preserving ASR"),
-        [
-            (r.round, r.queries, r.candidates, r.errors, r.active, format_asr(r.asr),
-             format_asr(r.preserving_asr))
-            for r in f.rounds
-        ],
-    )  # fmt: skip
-    out += ["", "## ASR against search queries spent", ""]
-    out += _table(
-        ("queries", "attacks through", "ASR", "preserving ASR"),
-        [
-            (p.queries, p.bypassed, _pct(p.asr), _pct(p.preserving_asr))
-            for p in _thin(f.curve, MAX_CURVE_ROWS)
-        ],
-    )
-    out += ["", "## Mutators", ""]
-    out.append(
-        "A query *uses* every mutator in its chain. Score drop: mean fall of the defense's"
-        " score when the mutator was the step just applied (beam / greedy search only)."
-    )
-    out.append("")
-    out += _table(
-        ("mutator", "family", "keeps payload", "attempts", "bypasses", "success", "score drop"),
-        [
-            (x.name, x.family, "yes" if x.preserves_payload else "no", x.attempts, x.bypasses,
-             format_asr(x.success_rate), _score(x.mean_score_drop))
-            for x in result.mutators
-        ],
-    )  # fmt: skip
-    out += ["", "## Compositions that bypassed", ""]
-    if f.chains:
-        out += _table(
-            ("chain", "keeps payload", "bypasses", "attempts"),
-            [
-                (" + ".join(ch.chain), "yes" if ch.preserves_payload else "no", ch.bypasses,
-                 ch.attempts)
-                for ch in f.chains[:MAX_CHAINS_SHOWN]
-            ],
-        )  # fmt: skip
-        if len(f.chains) > MAX_CHAINS_SHOWN:
-            out.append(f"\n…and {len(f.chains) - MAX_CHAINS_SHOWN} more in attack.json.")
-    else:
-        out.append("No chain bypassed the defense.")
-    out += _transfer_section(result)
-    out += _bypass_section(result)
-    out += [
-        "",
-        "## Settings",
-        "",
-        "```json",
-        json.dumps({"settings": s.to_dict(), "config": result.config.to_dict()}, indent=2),
-        "```",
-        "",
-    ]
-    return "\n".join(out)
-
-
-def _transfer_section(result: AttackResult) -> list[str]:
-    out = ["", "## Transfer", ""]
-    if not result.transfer:
-        out.append("No transfer defenses were given (`--transfer SPEC`).")
-        return out
-    out.append(
-        "One bypass per bypassed attack (its payload-preserving one when there is one) replayed"
-        " against each defense; the original ASR is the same attacks unmodified."
-    )
-    out.append("")
-    out += _table(
-        ("defense", "replayed", "replay ASR", "preserving replay ASR", "original ASR", "errors"),
-        [
-            (t.defense.spec, t.replayed, format_asr(t.evaded), format_asr(t.preserving_evaded),
-             format_asr(t.original_asr), t.errors)
-            for t in result.transfer
-        ],
-    )  # fmt: skip
-    return out
-
-
-def _bypass_section(result: AttackResult) -> list[str]:
-    shown = result.bypasses[:MAX_BYPASSES_SHOWN]
-    out = ["", f"## Bypasses ({len(shown)} of {len(result.bypasses)})", ""]
-    if not shown:
-        out.append("None found.")
-        return out
-    for b in shown:
-        keep = "payload-preserving" if b.preserves_payload else "may hide the payload"
-        out += [
-            f"### {_cell(b.sample_id)} ({_cell(b.category)})",
-            "",
-            f"Chain `{' + '.join(b.chain)}` ({keep}) · score {_score(b.score_before)} →"
-            f" {_score(b.score_after)} · round {b.round} · query {b.queries} on this attack",
-            "",
-            "Original:",
-            "",
-            *_fenced(b.original_text),
-            "",
-            "Mutated:",
-            "",
-            *_fenced(b.text),
-            "",
-        ]
-    return out
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -265,12 +67,3 @@ def load_attack(path: str | Path) -> AttackResult:
     if not isinstance(data, dict):
         raise RunError(f"{source}: expected a JSON object, got {type(data).__name__}")
     return AttackResult.from_dict(data, source=str(source))
-
-
-def write_attack_reports(result: AttackResult, out_dir: str | Path) -> dict[str, Path]:
-    """Write ``attack.json`` and ``attack.md`` into ``out_dir`` (created if needed)."""
-    folder = Path(out_dir)
-    paths = {"json": folder / "attack.json", "markdown": folder / "attack.md"}
-    save_attack(result, paths["json"])
-    _atomic_write(paths["markdown"], attack_to_markdown(result))
-    return paths

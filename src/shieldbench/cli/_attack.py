@@ -1,44 +1,34 @@
 """``shieldbench attack``, ``shieldbench mutators`` and ``shieldbench datasets mutate``.
 
-Thin over :mod:`shieldbench.attacks`: the search is :func:`run_attack`, the files
-come from :func:`write_attack_reports` (``attack.json``, ``attack.md``),
-:func:`write_jsonl` (``bypasses.jsonl``, loadable with ``jsonl:``) and
-:func:`shieldbench.reports.write_reports` (``report.json``, ``report.md``,
-``report.html``; ``shieldbench report attack.json`` renders them again).
+Thin over :mod:`shieldbench.attacks`: the search is :func:`run_attack`; the files are
+``attack.json`` (the result's data, :func:`save_attack`), ``bypasses.jsonl``
+(:func:`write_jsonl`, loadable with ``jsonl:``) and the reports ``report.json``,
+``report.md`` and ``report.html`` (:func:`shieldbench.reports.write_reports`, the one
+renderer of results; ``shieldbench report attack.json`` renders them again). The
+search and the reports are imported inside the commands, so that
+``shieldbench --help`` does not pay for them.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from shieldbench.attacks import (
-    FAMILIES,
-    STRATEGIES,
-    AttackResult,
-    AttackSettings,
-    RoundSummary,
-    bypasses_dataset,
-    format_asr,
-    mutate_dataset,
-    mutators,
-    resolve_mutators,
-    run_attack,
-    write_attack_reports,
-    write_jsonl,
-)
+from shieldbench.attacks import FAMILIES, STRATEGIES, AttackSettings, mutators, resolve_mutators
 from shieldbench.cli._app import app, console, datasets_app, err_console
 from shieldbench.cli._report import print_report_paths
 from shieldbench.datasets import load_dataset
 from shieldbench.defenses import Defense, build_defense
 from shieldbench.errors import ConfigError
-from shieldbench.reports import build_report, write_reports
 from shieldbench.types import ERROR_POLICIES, TIERS, RunConfig
+
+if TYPE_CHECKING:
+    from shieldbench.attacks import AttackResult, RoundSummary
 
 __all__: list[str] = []
 
@@ -51,6 +41,8 @@ def _close(defenses: list[Defense]) -> None:
 
 
 def _summary(result: AttackResult) -> Table:
+    from shieldbench.attacks import format_asr
+
     f, c = result.figures, result.counts
     table = Table(
         title=f"Adaptive attack on {result.defense.spec} (95% Wilson intervals)",
@@ -86,7 +78,9 @@ def attack(
     dataset: Annotated[
         str, typer.Option("--dataset", "-D", help="Dataset spec; its attack samples are used.")
     ],
-    out: Annotated[Path, typer.Option(help="Report folder (attack.json, attack.md, ...).")],
+    out: Annotated[
+        Path, typer.Option(help="Report folder (attack.json, bypasses.jsonl, report.*).")
+    ],
     budget: Annotated[
         int, typer.Option(min=0, help="Search queries allowed (static pass not counted).")
     ] = 1000,
@@ -122,6 +116,15 @@ def attack(
 ) -> None:
     """Attack a defense adaptively: mutate the attacks it blocks until they get through,
     within a query budget; report static vs adaptive ASR, ASR per query, what worked."""
+    from shieldbench.attacks import (
+        bypasses_dataset,
+        format_asr,
+        run_attack,
+        save_attack,
+        write_jsonl,
+    )
+    from shieldbench.reports import build_report, write_reports
+
     if strategy not in STRATEGIES:
         raise ConfigError(f"--strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
     if error_policy not in ERROR_POLICIES:
@@ -176,8 +179,10 @@ def attack(
     finally:
         _close(built)
     console.print(_summary(result))
-    paths = write_attack_reports(result, out)
-    paths["bypasses"] = write_jsonl(bypasses_dataset(result), out / "bypasses.jsonl")
+    paths = {
+        "attack": save_attack(result, out / "attack.json"),
+        "bypasses": write_jsonl(bypasses_dataset(result), out / "bypasses.jsonl"),
+    }
     for kind, path in paths.items():
         console.print(f"{kind:>9}: {path}", highlight=False)
     print_report_paths(write_reports(build_report([], attack=result), out))
@@ -228,6 +233,8 @@ def mutate(
 ) -> None:
     """Write a dataset of mutated variants (one per sample and mutator), each labelled
     with its parent id and mutator, e.g. an encoding or paraphrased tier of a suite."""
+    from shieldbench.attacks import mutate_dataset, write_jsonl
+
     variants = mutate_dataset(
         load_dataset(spec), mutator_names, seed=seed, only_attacks=only_attacks, tier=tier
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
 from shieldbench.errors import ConfigError
@@ -79,13 +80,21 @@ class RoundRow:
 
 @dataclass(frozen=True, slots=True)
 class AttackView:
-    """Typed figures of one adaptive attack (see the attack module for their meaning)."""
+    """Typed figures of one adaptive attack (see the attack module for their meaning).
+
+    ``strategy`` is the search strategy used (``auto`` resolved; the requested one is
+    ``settings["strategy"]``); ``config`` is the engine configuration of its queries
+    (error policy, timeout, concurrency, ...).
+    """
 
     id: str
     strategy: str
+    started: datetime
+    finished: datetime
     defense: DefenseInfo
     dataset: DatasetInfo
     settings: Mapping[str, Any]
+    config: Mapping[str, Any]
     counts: Mapping[str, int]
     static_asr: Rate
     adaptive_asr: Rate
@@ -127,9 +136,12 @@ def attack_view(data: Mapping[str, Any]) -> AttackView:
         return AttackView(
             id=str(meta["id"]),
             strategy=str(meta["strategy"]),
+            started=datetime.fromisoformat(meta["started"]),
+            finished=datetime.fromisoformat(meta["finished"]),
             defense=DefenseInfo.from_dict(data["defense"]),
             dataset=DatasetInfo.from_dict(data["dataset"]),
             settings=dict(data["settings"]),
+            config=dict(data["config"]),
             counts={str(k): int(v) for k, v in data["counts"].items()},
             static_asr=_rate(fig["static_asr"]),
             adaptive_asr=_rate(fig["adaptive_asr"]),

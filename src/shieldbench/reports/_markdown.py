@@ -20,7 +20,8 @@ from collections.abc import Sequence
 
 from shieldbench.metrics import GroupRates
 from shieldbench.reports._format import DASH, INTERVAL_NAMES, est_text, ms, num, pct, rate_text
-from shieldbench.reports._markdown_more import attack_markdown, comparison_markdown
+from shieldbench.reports._markdown_attack import attack_markdown
+from shieldbench.reports._markdown_more import comparison_markdown
 from shieldbench.reports._mdescape import Md, md_table, md_text
 from shieldbench.reports._model import Example, Report, RunSection
 from shieldbench.reports._summary_rows import summary_rows
@@ -376,7 +377,11 @@ def render_markdown(report: Report) -> str:
     for group in report.groups:
         lines += comparison_markdown(group)
     if report.attack is not None:
-        lines += attack_markdown(report.attack.view, examples=report.settings.examples)
+        lines += attack_markdown(
+            report.attack.view,
+            examples=report.settings.examples,
+            text_limit=report.settings.text_limit,
+        )
     lines += _worst_case(report)
     lines += _composite(report.runs)
     lines += _sample_sizes(report)

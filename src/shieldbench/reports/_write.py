@@ -1,7 +1,9 @@
 """Write a report's files: ``report.json``, ``report.md``, ``report.html``.
 
 Each file is written atomically (temporary file in the same folder, then rename),
-so a reader never sees half a report.
+so a reader never sees half a report. Texts from data may hold a lone surrogate
+(JSON allows ``"\\ud800"``), which UTF-8 cannot encode: it is written as the escape
+``\\ud800``, which keeps ``report.json`` valid JSON that reads back to the same text.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ FORMATS: tuple[str, ...] = tuple(_RENDERERS)
 def _write_atomic(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as fh:
             fh.write(text)
         os.chmod(tmp, 0o644)  # mkstemp makes 0600; a report is meant to be shared
         os.replace(tmp, path)
