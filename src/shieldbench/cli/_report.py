@@ -9,6 +9,9 @@ Where the files go: ``--out DIR`` when given; with a single input, a folder next
 to it named ``<input name>-report/`` (so a ``runs/*.json`` glob never picks a
 report up as a run); with several inputs, ``reports/report-<id>/`` where the id
 is derived from the inputs' run ids (the same inputs give the same folder).
+
+The reports and attacks packages are imported inside the functions that use them, so
+that ``shieldbench --help`` does not pay for them.
 """
 
 from __future__ import annotations
@@ -17,23 +20,26 @@ import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
-from shieldbench.attacks import AttackResult
 from shieldbench.cli._app import app, console
 from shieldbench.errors import ConfigError, RunError
-from shieldbench.reports import FORMATS, build_report, write_reports
 from shieldbench.runio import run_from_dict
 from shieldbench.types import ERROR_POLICIES, Run
+
+if TYPE_CHECKING:
+    from shieldbench.attacks import AttackResult
 
 __all__ = ["output_id", "parse_formats", "print_report_paths"]
 
 
 def parse_formats(values: Sequence[str] | None) -> tuple[str, ...]:
     """``--format`` values (repeatable and/or comma-separated) -> formats; all by default."""
+    from shieldbench.reports import FORMATS
+
     if not values:
         return FORMATS
     chosen: list[str] = []
@@ -79,6 +85,8 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def _load(paths: Sequence[Path]) -> tuple[list[Run], AttackResult | None]:
+    from shieldbench.attacks import AttackResult
+
     runs: list[Run] = []
     attack: AttackResult | None = None
     for path in paths:
@@ -137,6 +145,8 @@ def report(
     With one input and no --out, the files go to <input name>-report/ beside it; with
     several, to reports/report-<id>/.
     """
+    from shieldbench.reports import build_report, write_reports
+
     formats = parse_formats(fmt)
     if policy is not None and policy not in ERROR_POLICIES:
         raise ConfigError(f"--policy {policy!r}: choose one of {', '.join(ERROR_POLICIES)}")

@@ -9,6 +9,9 @@ The output folder holds ``benchmark.json`` (what was asked, so ``--resume`` can
 check it is continuing the same benchmark), ``runs/NN-<defense>--<dataset>.json``
 (one run file per pair, readable by ``report`` and ``compare``), the reports, and
 while a run is in progress its checkpoint under ``checkpoints/``.
+
+The engine, metrics and reports are imported inside the functions that use them, so
+that ``shieldbench --help`` does not pay for them.
 """
 
 from __future__ import annotations
@@ -18,10 +21,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from shieldbench.cli._app import app, console, err_console
@@ -34,12 +36,12 @@ from shieldbench.datasets import (
     sample_size_warnings,
 )
 from shieldbench.defenses import Defense, build_defense
-from shieldbench.engine import new_run_id, run_defense
 from shieldbench.errors import ConfigError, RunError
-from shieldbench.metrics import RunSummary, compare_runs, summarize
-from shieldbench.reports import build_report, write_reports
 from shieldbench.runio import load_run, save_run
 from shieldbench.types import ERROR_POLICIES, Run, RunConfig
+
+if TYPE_CHECKING:
+    from shieldbench.metrics import RunSummary
 
 __all__ = ["run"]
 
@@ -129,6 +131,8 @@ def _prepare_out(cfg: BenchmarkConfig, out: Path | None, resume: bool) -> tuple[
                     " specs, or start a new benchmark without --resume."
                 )
         return target, str(old["id"])
+    from shieldbench.engine import new_run_id
+
     benchmark_id = new_run_id()
     target = target or Path("reports") / benchmark_id
     if (target / _MANIFEST).exists():
@@ -176,6 +180,16 @@ def _load_datasets(specs: Sequence[str], margin: float) -> dict[str, Dataset]:
 def _run_job(
     job: _Job, defense: Defense, dataset: Dataset, cfg: RunConfig, out: Path, run_id: str
 ) -> Run:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    from shieldbench.engine import run_defense
+
     run_file = out / "runs" / f"{job.slug}.json"
     if run_file.exists():
         done = load_run(run_file)
@@ -267,6 +281,9 @@ def run(
     ] = None,
 ) -> None:
     """Benchmark defenses on datasets: terminal summary, run files and reports."""
+    from shieldbench.metrics import compare_runs, summarize
+    from shieldbench.reports import build_report, write_reports
+
     if error_policy is not None and error_policy not in ERROR_POLICIES:
         raise ConfigError(
             f"--error-policy {error_policy!r}: choose one of {', '.join(ERROR_POLICIES)}"

@@ -2,14 +2,15 @@
 
 Thin commands over :mod:`shieldbench.metrics`. :func:`print_comparison` renders a
 :class:`~shieldbench.metrics.Comparison` as rich tables; ``run`` with several
-defenses reuses it.
+defenses reuses it. The library is imported inside the commands, so that
+``shieldbench --help`` does not pay for it.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.console import Console
@@ -20,16 +21,10 @@ from rich.text import Text
 from shieldbench.cli._app import app, console
 from shieldbench.cli._report import output_id, print_report_paths
 from shieldbench.errors import ConfigError, StatisticsError
-from shieldbench.metrics import (
-    Comparison,
-    Estimate,
-    PairedMetric,
-    Rate,
-    compare_runs,
-    required_sample_size,
-)
-from shieldbench.reports import build_report, write_reports
 from shieldbench.runio import load_run
+
+if TYPE_CHECKING:
+    from shieldbench.metrics import Comparison, Estimate, PairedMetric, Rate
 
 __all__ = ["format_estimate", "format_rate", "print_comparison"]
 
@@ -78,6 +73,8 @@ def plan(
 ) -> None:
     """How many samples a rate needs for a margin of error: per category, and a table
     over other rates and margins."""
+    from shieldbench.metrics import required_sample_size
+
     if method not in ("wilson", "wald"):
         raise ConfigError(f"--method must be 'wilson' or 'wald', got {method!r}")
     chosen: Literal["wilson", "wald"] = "wilson" if method == "wilson" else "wald"
@@ -286,6 +283,9 @@ def compare(
 ) -> None:
     """Leaderboard and paired significance tests of runs on the same dataset; writes the
     JSON, Markdown and HTML reports and prints their paths."""
+    from shieldbench.metrics import compare_runs
+    from shieldbench.reports import build_report, write_reports
+
     if len(runs) < 2:
         raise ConfigError("compare needs at least two run files")
     loaded = [load_run(p) for p in runs]
