@@ -1,0 +1,64 @@
+"""Start-up stays fast: importing the library or the command line pulls in no heavy
+third-party module; those are imported by the functions that use them.
+
+Nothing here is timed (``benchmarks/startup.py`` measures the times): each check
+imports a module in a fresh interpreter and looks at ``sys.modules``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("scipy", "matplotlib", "datasketch", "pyarrow", "torch")
+# Each entry point and what it must not import (on top of HEAVY).
+ENTRY_POINTS = {
+    "shieldbench": ("jinja2", "yaml", "numpy", "httpx", "sklearn"),
+    "shieldbench.cli": ("jinja2", "yaml", "httpx", "sklearn"),
+    "shieldbench.datasets": ("numpy",),
+    "shieldbench.attacks": ("numpy",),
+    "shieldbench.metrics": (),
+    "shieldbench.reports": ("jinja2",),
+}
+
+
+def _imported_by(statements: str) -> set[str]:
+    """Top-level names of the modules loaded after running ``statements``."""
+    code = f"import json, sys\n{statements}\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    return {name.split(".")[0] for name in json.loads(out)}
+
+
+@pytest.mark.parametrize("module", sorted(ENTRY_POINTS))
+def test_importing_pulls_in_no_heavy_module(module: str) -> None:
+    imported = _imported_by(f"import {module}")
+    assert module.split(".")[0] in imported  # the probe really imported it
+    unwanted = sorted(imported & {*HEAVY, *ENTRY_POINTS[module]})
+    assert not unwanted, f"import {module} imports {unwanted}; import them where they are used"
+
+
+def test_the_probe_sees_heavy_imports() -> None:
+    """The check above would notice: rendering a chart does import matplotlib."""
+    imported = _imported_by(
+        "from shieldbench.reports._charts import render_svg\n"
+        "render_svg('x', (1.0, 1.0), lambda figure: None)"
+    )
+    assert "matplotlib" in imported
+
+
+@pytest.mark.parametrize("package", ["shieldbench.defenses", "shieldbench.attacks"])
+def test_every_public_name_resolves(package: str) -> None:
+    """Names exported lazily (PEP 562) are still there, with their real objects."""
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        value = getattr(module, name)
+        assert value is not None, name
+        assert getattr(module, name) is value  # cached after the first lookup
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        getattr(module, "no_such_name")  # noqa: B009  (the lookup is what is tested)
