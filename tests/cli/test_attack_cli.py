@@ -49,6 +49,16 @@ def test_attack_writes_reports_and_a_loadable_bypass_dataset(tmp_path: Path) -> 
     assert not any(pattern.check(s.text).blocked for s in bypasses)
 
 
+def test_examples_sets_the_bypasses_shown_in_report_md(tmp_path: Path) -> None:
+    out = tmp_path / "e"
+    result = runner.invoke(app, _attack(out, "--examples", "1"))
+    assert result.exit_code == 0, result.output
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "up to 1 per attack category" in md
+    n_categories = len({b.category for b in load_attack(out / "attack.json").bypasses})
+    assert f"Example bypasses ({n_categories} of " in md
+
+
 def test_the_same_seed_writes_the_same_figures(tmp_path: Path) -> None:
     for name in ("one", "two"):
         extra = ("--mutators", "encoding,noise", "--strategy", "beam", "--beam-width", "2")

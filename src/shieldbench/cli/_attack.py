@@ -113,6 +113,12 @@ def attack(
     concurrency: Annotated[int, typer.Option(min=1, help="Calls in flight.")] = 8,
     retries: Annotated[int, typer.Option(min=0, help="Retries of transient errors.")] = 2,
     batch_size: Annotated[int, typer.Option(min=1, help="Texts per batch call.")] = 32,
+    examples: Annotated[
+        int,
+        typer.Option(
+            min=0, help="Example bypasses per attack category in report.md (HTML, JSON: more)."
+        ),
+    ] = 5,
 ) -> None:
     """Attack a defense adaptively: mutate the attacks it blocks until they get through,
     within a query budget; report static vs adaptive ASR, ASR per query, what worked."""
@@ -185,7 +191,7 @@ def attack(
     }
     for kind, path in paths.items():
         console.print(f"{kind:>9}: {path}", highlight=False)
-    print_report_paths(write_reports(build_report([], attack=result), out))
+    print_report_paths(write_reports(build_report([], attack=result, examples=examples), out))
 
 
 @app.command("mutators")
