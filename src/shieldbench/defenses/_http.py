@@ -47,19 +47,19 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
-import httpx
-
+from shieldbench.defenses._clients import ClientPool
 from shieldbench.defenses._llm import net_options
 from shieldbench.defenses._net import (
     DEFAULT_NET,
-    ClientPool,
+    JSON_HEADERS,
     NetOptions,
     RateLimiter,
+    Reply,
     Secret,
     env_secret,
+    json_bytes,
     redact,
     send_async,
     send_sync,
@@ -247,6 +247,7 @@ class HTTPDefense:
         if not field.strip():
             raise ConfigError("http: field must name where the text goes, e.g. field=text")
         self.url = url
+        self._get_base = url + ("&" if parts.query else "" if url.endswith("?") else "?")
         self.field = field
         self.mapping = mapping or ResponseMapping()
         self.options = options
@@ -254,6 +255,8 @@ class HTTPDefense:
         self.version: str | None = None
         resolved, self._secrets = resolve_headers(headers or {})
         self._header_names = tuple(resolved)
+        if self.method != "GET":
+            resolved = {**JSON_HEADERS, **resolved}
         self._pool = ClientPool(timeout_s=options.timeout_s, headers=resolved)
         self._limiter = RateLimiter(options.rpm)
 
@@ -263,20 +266,23 @@ class HTTPDefense:
             f" headers={list(self._header_names)!r})"
         )
 
-    def _request(self, text: str) -> dict[str, Any]:
-        # Lone surrogates (possible in texts decoded from JSON) cannot be sent as UTF-8.
-        text = text.encode("utf-8", "replace").decode("utf-8")
+    def _request(self, text: str) -> tuple[str, bytes | None]:
+        """``(URL, JSON body)`` carrying ``text``: the same bytes whichever client sends them."""
         if self.method == "GET":
-            return {"params": {self.field: text}}
-        body: dict[str, Any] = {}
+            # Lone surrogates (possible in texts decoded from JSON) cannot be sent as UTF-8.
+            query = urlencode({self.field: text}, encoding="utf-8", errors="replace")
+            return f"{self._get_base}{query}", None
+        body: dict[str, object] = {}
         node = body
         *parents, leaf = self.field.split(".")
         for key in parents:
-            node = node.setdefault(key, {})
+            child: dict[str, object] = {}
+            node[key] = child
+            node = child
         node[leaf] = text
-        return {"json": body}
+        return self.url, json_bytes(body)
 
-    def _verdict(self, response: httpx.Response) -> Verdict:
+    def _verdict(self, response: Reply) -> Verdict:
         try:
             data = response.json()
         except ValueError:
@@ -288,9 +294,9 @@ class HTTPDefense:
             raise DefenseError(redact(f"{self.name}: {exc}", self._secrets)) from None
 
     def check(self, text: str) -> Verdict:
-        request = self._request(text)
+        url, content = self._request(text)
         response = send_sync(
-            lambda: self._pool.sync().request(self.method, self.url, **request),
+            lambda: self._pool.send(self.method, url, content=content),
             what=self.name,
             options=self.options,
             limiter=self._limiter,
@@ -299,14 +305,9 @@ class HTTPDefense:
         return self._verdict(response)
 
     async def acheck(self, text: str) -> Verdict:
-        request = self._request(text)
-
-        async def send() -> httpx.Response:
-            client = await self._pool.aclient()
-            return await client.request(self.method, self.url, **request)
-
+        url, content = self._request(text)
         response = await send_async(
-            send,
+            lambda: self._pool.asend(self.method, url, content=content),
             what=self.name,
             options=self.options,
             limiter=self._limiter,
@@ -315,7 +316,7 @@ class HTTPDefense:
         return self._verdict(response)
 
     def close(self) -> None:
-        """Close the HTTP clients."""
+        """Close the HTTP clients (the sync one and each event loop's session)."""
         self._pool.close()
 
 

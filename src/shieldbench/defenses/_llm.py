@@ -35,8 +35,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-import httpx
-
+from shieldbench.defenses._clients import ClientPool
 from shieldbench.defenses._llm_parse import (
     ATTACK_LABELS,
     PROMPT_VERSION,
@@ -46,11 +45,13 @@ from shieldbench.defenses._llm_parse import (
 )
 from shieldbench.defenses._net import (
     DEFAULT_NET,
-    ClientPool,
+    JSON_HEADERS,
     NetOptions,
     RateLimiter,
+    Reply,
     Secret,
     env_secret,
+    json_bytes,
     send_async,
     send_sync,
 )
@@ -142,7 +143,7 @@ class LLMDefense:
         self.version = f"{model}+prompt.{PROMPT_VERSION}"
         self._url = f"{self.base_url}/chat/completions"
         self._key: Secret | None = None
-        headers: dict[str, str] = {}
+        headers = dict(JSON_HEADERS)
         if api_key_env is not None:
             self._key = env_secret(api_key_env, what=f"llm {model}")
             headers["Authorization"] = f"Bearer {self._key.reveal()}"
@@ -171,7 +172,7 @@ class LLMDefense:
             body["max_tokens"] = self.max_tokens
         return body
 
-    def _verdict(self, response: httpx.Response) -> Verdict:
+    def _verdict(self, response: Reply) -> Verdict:
         try:
             data = response.json()
         except ValueError:
@@ -201,9 +202,9 @@ class LLMDefense:
         )
 
     def check(self, text: str) -> Verdict:
-        body = self._body(text)
+        body = json_bytes(self._body(text))
         response = send_sync(
-            lambda: self._pool.sync().post(self._url, json=body),
+            lambda: self._pool.send("POST", self._url, content=body),
             what=self._what,
             options=self.options,
             limiter=self._limiter,
@@ -212,14 +213,9 @@ class LLMDefense:
         return self._verdict(response)
 
     async def acheck(self, text: str) -> Verdict:
-        body = self._body(text)
-
-        async def send() -> httpx.Response:
-            client = await self._pool.aclient()
-            return await client.post(self._url, json=body)
-
+        body = json_bytes(self._body(text))
         response = await send_async(
-            send,
+            lambda: self._pool.asend("POST", self._url, content=body),
             what=self._what,
             options=self.options,
             limiter=self._limiter,
@@ -228,7 +224,7 @@ class LLMDefense:
         return self._verdict(response)
 
     def close(self) -> None:
-        """Close the HTTP clients."""
+        """Close the HTTP clients (the sync one and each event loop's session)."""
         self._pool.close()
 
 

@@ -24,40 +24,42 @@ Rate limit
     thread and event loop using the defense (retries included).
 
 Timeouts
-    ``timeout_s`` is httpx's per-phase limit (connect, write, each read, pool); the
-    engine's per-call timeout bounds the total.
+    ``timeout_s`` limits each phase of a request (connect, waiting for a pooled
+    connection, each read); the engine's per-call timeout bounds the total.
 
 Clients
-    One pooled ``httpx.Client`` serves ``check`` from any thread. ``acheck`` uses one
-    ``httpx.AsyncClient`` per running event loop (connections belong to a loop; the
-    engine runs a fresh loop per call), closed when that loop shuts down
-    (``asyncio.run`` finalises it) or by ``close()``.
+    :mod:`shieldbench.defenses._clients`: httpx for ``check``, aiohttp (one session
+    per running event loop) for ``acheck``. Both hand back a :class:`Reply` and
+    raise :class:`NetworkError` on transport failures, so this module's retry
+    policy does not depend on the client library.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import math
 import os
 import threading
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-
-import httpx
 
 from shieldbench.errors import ConfigError, DefenseError, TransientDefenseError
 
 __all__ = [
     "DEFAULT_NET",
-    "ClientPool",
+    "JSON_HEADERS",
     "NetOptions",
+    "NetworkError",
     "RateLimiter",
+    "Reply",
     "Secret",
     "env_secret",
+    "json_bytes",
     "parse_retry_after",
     "redact",
     "send_async",
@@ -167,6 +169,62 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """An HTTP answer as the network defenses read it, whichever client fetched it.
+
+    ``headers`` is the client's case-insensitive mapping; ``content`` the raw body.
+
+    >>> reply = Reply(200, "OK", {}, b'{"blocked": true}')
+    >>> reply.json(), reply.text
+    ({'blocked': True}, '{"blocked": true}')
+    """
+
+    status: int
+    reason: str
+    headers: Mapping[str, str]
+    content: bytes
+
+    @property
+    def text(self) -> str:
+        """The body as text (invalid UTF-8 replaced): for error messages."""
+        return self.content.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        """The body parsed as JSON; ``ValueError`` when it is not JSON."""
+        return json.loads(self.content)
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+def json_bytes(body: object) -> bytes:
+    """Compact UTF-8 JSON: the request body both clients send (NaN and infinities refused).
+
+    Lone surrogates (possible in texts decoded from JSON) cannot be encoded as UTF-8
+    and become ``?``.
+
+    >>> json_bytes({"text": "hi \\ud800", "n": [1, 2]})
+    b'{"text":"hi ?","n":[1,2]}'
+    """
+    return _ENCODER.encode(body).encode("utf-8", "replace")
+
+
+class NetworkError(Exception):
+    """A request that got no HTTP answer: refused, reset, timed out, broken response.
+
+    Raised by the clients (:mod:`shieldbench.defenses._clients`) in place of their own
+    exception types; always transient. ``kind`` names the client's exception type.
+    """
+
+    def __init__(self, cause: BaseException, *, timed_out: bool) -> None:
+        self.kind = type(cause).__name__
+        self.detail = str(cause)
+        self.timed_out = timed_out
+        super().__init__(f"{self.kind}: {self.detail}" if self.detail else self.kind)
+
+
 class _Attempts:
     """The retry policy shared by :func:`send_sync` and :func:`send_async`."""
 
@@ -178,13 +236,13 @@ class _Attempts:
         self.message = ""
         self.retry_after: float | None = None
 
-    def response(self, response: httpx.Response) -> httpx.Response | None:
+    def response(self, response: Reply) -> Reply | None:
         """The response when usable; ``None`` when transient; raises when permanent."""
-        status = response.status_code
+        status = response.status
         if 200 <= status < 300:
             return response
         snippet = redact(response.text[:200], self.secrets)
-        self.message = f"{self.what}: HTTP {status} {response.reason_phrase}: {snippet!r}"
+        self.message = f"{self.what}: HTTP {status} {response.reason}: {snippet!r}"
         if status in _TRANSIENT_STATUS or status >= 500:
             self.retry_after = parse_retry_after(response.headers.get("retry-after"))
             return None
@@ -195,12 +253,12 @@ class _Attempts:
             hint = f" (redirect to {response.headers.get('location')!r}: use that URL)"
         raise DefenseError(self.message + hint)
 
-    def exception(self, exc: httpx.TransportError) -> None:
+    def exception(self, exc: NetworkError) -> None:
         """Record a transport failure (always transient)."""
-        if isinstance(exc, httpx.TimeoutException):
-            detail = f"timed out after {self.options.timeout_s:g} s ({type(exc).__name__})"
+        if exc.timed_out:
+            detail = f"timed out after {self.options.timeout_s:g} s ({exc.kind})"
         else:
-            detail = f"{type(exc).__name__}: {exc}"
+            detail = str(exc)
         self.message = redact(f"{self.what}: {detail}", self.secrets)
         self.retry_after = None
 
@@ -220,144 +278,59 @@ class _Attempts:
 
 
 def send_sync(
-    send: Callable[[], httpx.Response],
+    send: Callable[[], Reply],
     *,
     what: str,
     options: NetOptions,
     limiter: RateLimiter,
     secrets: tuple[Secret, ...] = (),
-) -> httpx.Response:
-    """``send()`` under the rate limit and retry policy; raises ``DefenseError`` subclasses."""
+) -> Reply:
+    """``send()`` under the rate limit and retry policy; raises ``DefenseError`` subclasses.
+
+    ``send`` makes one request and raises :class:`NetworkError` when it gets no answer.
+    """
     state = _Attempts(what, options, secrets)
     while True:
-        time.sleep(limiter.reserve())
+        wait = limiter.reserve()
+        if wait > 0.0:
+            time.sleep(wait)
         state.attempt += 1
         try:
             response = state.response(send())
-        except httpx.TransportError as exc:
+        except NetworkError as exc:
             state.exception(exc)
             response = None
         if response is not None:
             return response
-        wait = state.wait_s()
-        if wait is None:
+        backoff = state.wait_s()
+        if backoff is None:
             raise state.give_up()
-        time.sleep(wait)
+        time.sleep(backoff)
 
 
 async def send_async(
-    send: Callable[[], Any],
+    send: Callable[[], Awaitable[Reply]],
     *,
     what: str,
     options: NetOptions,
     limiter: RateLimiter,
     secrets: tuple[Secret, ...] = (),
-) -> httpx.Response:
-    """The async twin of :func:`send_sync`; ``send()`` returns an awaitable response."""
+) -> Reply:
+    """The async twin of :func:`send_sync`; ``send()`` returns an awaitable :class:`Reply`."""
     state = _Attempts(what, options, secrets)
     while True:
-        await asyncio.sleep(limiter.reserve())
+        wait = limiter.reserve()
+        if wait > 0.0:
+            await asyncio.sleep(wait)
         state.attempt += 1
         try:
             response = state.response(await send())
-        except httpx.TransportError as exc:
+        except NetworkError as exc:
             state.exception(exc)
             response = None
         if response is not None:
             return response
-        wait = state.wait_s()
-        if wait is None:
+        backoff = state.wait_s()
+        if backoff is None:
             raise state.give_up()
-        await asyncio.sleep(wait)
-
-
-async def _aclose(holder: AsyncGenerator[None, None]) -> None:
-    await holder.aclose()
-
-
-class ClientPool:
-    """A sync client for ``check`` and one async client per event loop for ``acheck``."""
-
-    def __init__(self, *, timeout_s: float, headers: Mapping[str, str] | None = None) -> None:
-        self._kwargs: dict[str, Any] = {
-            "timeout": httpx.Timeout(timeout_s),
-            "headers": dict(headers or {}),
-            "follow_redirects": False,
-        }
-        self._lock = threading.Lock()
-        self._sync: httpx.Client | None = None
-        self._async: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
-        self._holders: dict[asyncio.AbstractEventLoop, AsyncGenerator[None, None]] = {}
-        self._ssl: Any = None
-
-    def _verify(self) -> Any:
-        # One SSL context for every client: building one costs milliseconds.
-        with self._lock:
-            if self._ssl is None:
-                import ssl
-
-                import certifi
-
-                self._ssl = ssl.create_default_context(cafile=certifi.where())
-            return self._ssl
-
-    def sync(self) -> httpx.Client:
-        """The shared, thread-safe sync client (created on first use)."""
-        client = self._sync
-        if client is None:
-            verify = self._verify()
-            with self._lock:
-                if self._sync is None:
-                    self._sync = httpx.Client(verify=verify, **self._kwargs)
-                client = self._sync
-        return client
-
-    async def aclient(self) -> httpx.AsyncClient:
-        """The async client of the running event loop (created on first use)."""
-        loop = asyncio.get_running_loop()
-        client = self._async.get(loop)
-        if client is not None:
-            return client
-        client = httpx.AsyncClient(verify=self._verify(), **self._kwargs)
-        holder = self._closer(loop, client)
-        with self._lock:
-            self._async[loop] = client
-            self._holders[loop] = holder
-        await anext(holder)  # asyncio.run() finalises it at loop shutdown: closes the client
-        return client
-
-    async def _closer(
-        self, loop: asyncio.AbstractEventLoop, client: httpx.AsyncClient
-    ) -> AsyncGenerator[None, None]:
-        try:
-            yield
-        finally:
-            with self._lock:
-                if self._async.get(loop) is client:
-                    del self._async[loop]
-                    self._holders.pop(loop, None)
-            await client.aclose()
-
-    def close(self) -> None:
-        """Close every client: the sync one, and async ones whose loop is still open."""
-        with self._lock:
-            sync, self._sync = self._sync, None
-            holders = list(self._holders.items())
-            self._holders.clear()
-            self._async.clear()
-        if sync is not None:
-            sync.close()
-        try:
-            current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            current = None
-        for loop, holder in holders:
-            if loop.is_closed():
-                continue  # nothing can run there any more
-            closing = _aclose(holder)
-            if loop is current:
-                loop.create_task(closing)
-            elif loop.is_running():
-                asyncio.run_coroutine_threadsafe(closing, loop).result(timeout=10)
-            else:
-                loop.run_until_complete(closing)
+        await asyncio.sleep(backoff)
