@@ -28,11 +28,13 @@ import importlib
 import importlib.util
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from importlib import metadata
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from shieldbench.errors import PluginUnavailableError, SpecError
 from shieldbench.spec import Spec, parse_spec
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 __all__ = ["PluginInfo", "Registry", "datasets", "defenses"]
 
@@ -143,6 +145,8 @@ class Registry(Generic[T]):
         self._loaded = True
         for module in self._builtin_modules:
             importlib.import_module(module)
+        from importlib import metadata  # on first lookup: it costs ~20 ms at import
+
         for ep in metadata.entry_points(group=self.entry_point_group):
             if ep.name in self._plugins:
                 continue
