@@ -13,6 +13,7 @@ import dataclasses
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from markdown_it import MarkdownIt
 
@@ -203,3 +204,30 @@ def test_lone_surrogates_survive_every_report_file(
     assert "bad \\ud800 half" in paths["html"].read_text(encoding="utf-8")
     data = json.loads(paths["json"].read_text(encoding="utf-8"))
     assert data["attack"]["bypasses"][0]["text"] == "bad \ud800 half"
+
+
+class _Edited:
+    """An attack result's JSON form, edited by hand (as a doctored attack.json would be)."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.data
+
+
+def test_values_from_a_hand_edited_result_are_escaped(attack_result: AttackResult) -> None:
+    data = attack_result.to_dict()
+    tag = "<b onclick=x>*t*</b>"
+    data["settings"] |= {"budget": tag, "strategy": tag, "mutators": [tag]}
+    data["figures"]["curve"][0] |= {"queries": tag, "bypassed": tag}
+    data["figures"]["queries_to_bypass"]["bypass"] |= {"n_never": tag, "max": tag}
+    data["figures"]["chains"] = [
+        {"chain": [tag], "preserves_payload": True, "attempts": tag, "bypasses": tag}
+    ]
+    data["bypasses"][0] |= {"round": tag, "queries": tag, "query_index": tag}
+    doc = render_markdown(build_report([], attack=_Edited(data)))
+    html = MD.render(doc)
+    assert "<b" not in html
+    assert "<em>" not in html
+    assert doc.count(md_text(tag)) >= 8

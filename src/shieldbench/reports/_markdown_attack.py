@@ -4,8 +4,9 @@ The only Markdown rendering of an attack result (``shieldbench attack`` writes i
 as ``report.md``; ``attack.json`` keeps the data). It reads the typed
 :class:`~shieldbench.reports._attack_view.AttackView`, so a saved ``attack.json``
 renders exactly like a fresh result. Every value that comes from the data (specs,
-sample ids, categories, mutator names, texts) goes through ``md_text`` or
-``md_table``; only numbers we format ourselves are written unescaped.
+sample ids, categories, mutator names, texts, and the counts and settings read from
+a possibly hand-edited ``attack.json``) goes through ``md_text`` or ``md_table``;
+only numbers we format ourselves are written unescaped.
 
 Content, in order: provenance (attack id, start, strategy used and requested,
 dataset hash, search settings, counts, query spend, time), the figures with their
@@ -37,22 +38,26 @@ def _rate_kn(r: Rate) -> Md:
 
 
 def _g(x: Any) -> str:
-    return DASH if x is None else f"{x:g}"
+    """A number as ``%g``; anything else (a hand-edited file) as escaped text."""
+    if x is None:
+        return DASH
+    return f"{x:g}" if isinstance(x, int | float) else md_text(x)
 
 
 def _queries_text(q: Mapping[str, Any]) -> str:
-    never = q.get("n_never", 0)
+    never = md_text(q.get("n_never", 0))
     if q.get("median") is None:
         return f"none found; {never} searched attacks held"
     return (
         f"median {_g(q.get('median'))} (IQR {_g(q.get('q1'))}–{_g(q.get('q3'))},"
-        f" max {_g(q.get('max'))}) over {q.get('n_bypassed', 0)} bypassed attacks;"
+        f" max {_g(q.get('max'))}) over {md_text(q.get('n_bypassed', 0))} bypassed attacks;"
         f" {never} never bypassed"
     )
 
 
 def _provenance(view: AttackView) -> list[str]:
-    c, st = view.counts, view.settings
+    c = view.counts
+    st = {k: md_text(v) for k, v in view.settings.items()}
     policy = view.config.get("error_policy")
     return [
         "",
@@ -60,7 +65,7 @@ def _provenance(view: AttackView) -> list[str]:
         "",
         f"Attack {md_text(view.id)}, started {view.started.isoformat(timespec='seconds')},"
         f" on dataset {md_text(view.dataset.spec)} ({md_text(view.dataset.content_hash)}):"
-        f" strategy {md_text(view.strategy)} (requested {md_text(st.get('strategy'))}),"
+        f" strategy {md_text(view.strategy)} (requested {st.get('strategy')}),"
         f" budget {st.get('budget')} search queries over {st.get('rounds')} rounds,"
         f" seed {st.get('seed')}, chains up to {st.get('max_depth')} mutators.",
         "",
@@ -99,8 +104,8 @@ def _curve(view: AttackView) -> list[str]:
     keep = sorted({round(i * (len(curve) - 1) / (CURVE_POINTS - 1)) for i in range(CURVE_POINTS)})
     rows: list[list[str | Md]] = [
         [
-            Md(str(p.get("queries"))),
-            Md(f"{p.get('bypassed')} ({p.get('preserving_bypassed')})"),
+            str(p.get("queries")),
+            f"{p.get('bypassed')} ({p.get('preserving_bypassed')})",
             Md(f"{pct(p['asr'])} ({pct(p.get('preserving_asr'))})"),
         ]
         for p in (curve[i] for i in keep)
@@ -179,8 +184,8 @@ def _chains(view: AttackView) -> list[str]:
                 [
                     " + ".join(map(str, ch.get("chain") or ())),
                     "yes" if ch.get("preserves_payload") else "no",
-                    Md(str(ch.get("bypasses"))),
-                    Md(str(ch.get("attempts"))),
+                    str(ch.get("bypasses")),
+                    str(ch.get("attempts")),
                 ]
                 for ch in shown
             ],
@@ -227,12 +232,12 @@ def _example_bypasses(
     """Up to ``per_category`` bypasses of each category: payload-preserving first, then
     the lowest score after mutation (the clearest bypass), then the earliest found."""
 
-    def key(b: Mapping[str, Any]) -> tuple[bool, float, int, str]:
-        score = b.get("score_after")
+    def key(b: Mapping[str, Any]) -> tuple[bool, float, float, str]:
+        score, index = b.get("score_after"), b.get("query_index")
         return (
             not b.get("preserves_payload"),
-            float("inf") if score is None else float(score),
-            int(b.get("query_index") or 0),
+            float(score) if isinstance(score, int | float) else float("inf"),
+            float(index) if isinstance(index, int | float) else float("inf"),
             str(b.get("sample_id")),
         )
 
@@ -255,7 +260,7 @@ def _bypasses(view: AttackView, *, examples: int, text_limit: int) -> list[str]:
             " + ".join(map(str, b.get("chain") or ())),
             "yes" if b.get("preserves_payload") else "no",
             Md(f"{num(b.get('score_before'))} → {num(b.get('score_after'))}"),
-            Md(f"{b.get('round')} · {b.get('queries')}"),
+            f"{b.get('round')} · {b.get('queries')}",
             _cut(str(b.get("original_text", "")), text_limit),
             _cut(str(b.get("text", "")), text_limit),
         ]
