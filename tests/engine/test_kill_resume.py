@@ -127,7 +127,9 @@ def test_sigkill_mid_run_then_resume_gives_one_outcome_per_sample(
 @pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="SIGINT delivery to a child is POSIX-only")
 @pytest.mark.parametrize(
-    ("mode", "concurrency"), [("inline", 1), ("threads", 4)], ids=["inline", "threads"]
+    ("mode", "concurrency"),
+    [("inline", 1), ("threads", 4), ("async", 8)],
+    ids=["inline", "threads", "async"],
 )
 def test_sigint_leaves_a_clean_checkpoint_then_resume_finishes(
     tmp_path: Path, mode: str, concurrency: int

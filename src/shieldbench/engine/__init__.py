@@ -32,7 +32,7 @@ follow :class:`~shieldbench.types.RunConfig`:
 - **Progress.** A :class:`ProgressHook` is told ``(done, total)``; the engine
   never prints.
 - **Event loops.** Every engine call runs its own event loop, so an async
-  defense must create loop-bound resources (an ``httpx.AsyncClient``) per
+  defense must create loop-bound resources (an ``aiohttp.ClientSession``) per
   running loop, not once for the life of the defense.
 - **Ownership.** The engine never calls ``close()``: the caller owns the defense.
 
