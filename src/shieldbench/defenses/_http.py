@@ -47,6 +47,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring
 from urllib.parse import urlencode, urlsplit
 
 from shieldbench.defenses._clients import ClientPool
@@ -59,7 +60,6 @@ from shieldbench.defenses._net import (
     Reply,
     Secret,
     env_secret,
-    json_bytes,
     redact,
     send_async,
     send_sync,
@@ -111,12 +111,16 @@ def select(data: object, path: Path) -> object:
     """The value at ``path`` in parsed JSON ``data``, or a private sentinel when absent."""
     node = data
     for step in path:
-        if isinstance(node, list) and isinstance(step, int) and -len(node) <= step < len(node):
+        if isinstance(node, dict):
+            if not isinstance(step, str):
+                return _MISSING
+            node = node.get(step, _MISSING)
+            if node is _MISSING:
+                return _MISSING
+        elif isinstance(node, list) and isinstance(step, int) and -len(node) <= step < len(node):
             node = node[step]
-            continue
-        if not (isinstance(node, dict) and isinstance(step, str) and step in node):
+        else:
             return _MISSING
-        node = node[step]
     return node
 
 
@@ -160,13 +164,13 @@ class ResponseMapping:
     def _decide(self, data: object) -> bool:
         path, op, values = self._blocked
         value = select(data, path)
+        if op == "bool" and isinstance(value, bool):
+            return value
         where = f"blocked={self.blocked!r}"
         if value is _MISSING:
             raise DefenseError(f"{where}: the response has no {_show(path)}")
         if op == "bool":
-            if not isinstance(value, bool):
-                raise DefenseError(f"{where}: {_show(path)} is {value!r}, not true/false")
-            return value
+            raise DefenseError(f"{where}: {_show(path)} is {value!r}, not true/false")
         if op in ("==", "!="):
             text = "null" if value is None else str(value).lower()
             equal = text in {v.lower() for v in values}
@@ -179,7 +183,8 @@ class ResponseMapping:
     def verdict(self, data: object) -> Verdict:
         """The verdict a parsed JSON response says; :class:`DefenseError` when it cannot."""
         blocked = self._decide(data)
-        found = {k: select(data, p) for k, p in self._paths.items()}
+        paths = self._paths
+        found = {k: select(data, paths[k]) for k in paths}
         score = found.get("score", _MISSING)
         if score is _MISSING or score is None:
             score = None
@@ -249,6 +254,10 @@ class HTTPDefense:
         self.url = url
         self._get_base = url + ("&" if parts.query else "" if url.endswith("?") else "?")
         self.field = field
+        # The JSON body {"a": {"b": TEXT}} for field=a.b, around the text (which varies).
+        keys = field.split(".")
+        self._body_head = "".join("{" + encode_basestring(k) + ":" for k in keys)
+        self._body_tail = "}" * len(keys)
         self.mapping = mapping or ResponseMapping()
         self.options = options
         self.name = f"http:{parts.scheme}://{parts.netloc}{parts.path}"
@@ -272,15 +281,9 @@ class HTTPDefense:
             # Lone surrogates (possible in texts decoded from JSON) cannot be sent as UTF-8.
             query = urlencode({self.field: text}, encoding="utf-8", errors="replace")
             return f"{self._get_base}{query}", None
-        body: dict[str, object] = {}
-        node = body
-        *parents, leaf = self.field.split(".")
-        for key in parents:
-            child: dict[str, object] = {}
-            node[key] = child
-            node = child
-        node[leaf] = text
-        return self.url, json_bytes(body)
+        # Lone surrogates (possible in texts decoded from JSON) cannot be sent as UTF-8.
+        body = f"{self._body_head}{encode_basestring(text)}{self._body_tail}"
+        return self.url, body.encode("utf-8", "replace")
 
     def _verdict(self, response: Reply) -> Verdict:
         try:

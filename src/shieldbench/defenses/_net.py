@@ -192,7 +192,10 @@ class Reply:
 
     def json(self) -> Any:
         """The body parsed as JSON; ``ValueError`` when it is not JSON."""
-        return json.loads(self.content)
+        try:
+            return json.loads(self.content.decode("utf-8"))
+        except ValueError:  # UTF-16/32 or a BOM: let json detect the encoding
+            return json.loads(self.content)
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
