@@ -3,7 +3,9 @@
 Each command runs in a fresh interpreter (``subprocess``); its wall time is the best
 of ``--repeat`` runs (default 5), and so is the baseline, ``python -c pass``, measured
 in the same run. The ratios hold across machines much better than the absolute
-times, which are printed too:
+times, which are printed too, with the CPU time (user + system) of the best run: on
+a busy machine wall time includes waiting for a core, and CPU time is closer to what
+an idle machine's wall time would be.
 
 - ``import shieldbench`` (the library's public API);
 - ``shieldbench --help`` (every command module is imported to register its command);
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -51,14 +54,21 @@ COMMANDS: dict[str, list[str]] = {
 }
 
 
-def _wall(cmd: list[str], env: dict[str, str]) -> float:
+def _cpu_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one run of ``cmd``."""
+    cpu = _cpu_children()
     start = time.perf_counter()
     subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _cpu_children() - cpu
 
 
-def measure(*, repeat: int = 5, bytecode: bool = True) -> dict[str, float]:
-    """Best-of-``repeat`` wall seconds of each command (see the module doc)."""
+def measure(*, repeat: int = 5, bytecode: bool = True) -> dict[str, tuple[float, float]]:
+    """Best-of-``repeat`` ``(wall, cpu)`` seconds of each command (see the module doc)."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", COLUMNS="100")
     with tempfile.TemporaryDirectory(prefix="shieldbench-pyc-") as cache:
         if bytecode:
@@ -67,11 +77,11 @@ def measure(*, repeat: int = 5, bytecode: bool = True) -> dict[str, float]:
         else:
             env["PYTHONDONTWRITEBYTECODE"] = "1"
         for cmd in COMMANDS.values():
-            _wall(cmd, env)  # warm-up: bytecode written, files in the page cache
-        best = dict.fromkeys(COMMANDS, float("inf"))
+            _run(cmd, env)  # warm-up: bytecode written, files in the page cache
+        best = dict.fromkeys(COMMANDS, (float("inf"), float("inf")))
         for _ in range(repeat):  # interleaved, so a noisy moment hits every command
             for name, cmd in COMMANDS.items():
-                best[name] = min(best[name], _wall(cmd, env))
+                best[name] = min(best[name], _run(cmd, env))
     return best
 
 
@@ -81,15 +91,15 @@ def main() -> int:
     parser.add_argument("--no-bytecode", action="store_true", help="PYTHONDONTWRITEBYTECODE=1")
     args = parser.parse_args()
     best = measure(repeat=args.repeat, bytecode=not args.no_bytecode)
-    baseline = best["python -c pass (baseline)"]
+    baseline = best["python -c pass (baseline)"][0]
     mode = "no .pyc (compiled on every start)" if args.no_bytecode else "with .pyc"
     print(f"start-up, best of {args.repeat}, {mode}; baseline python -c pass = {baseline:.3f} s")
-    print(f"{'command':<28} {'wall s':>7} {'vs baseline':>12}  target (idle machine)")
-    for name, seconds in best.items():
+    print(f"{'command':<28} {'wall s':>7} {'vs baseline':>12} {'cpu s':>7}  target (idle wall)")
+    for name, (wall, cpu) in best.items():
         if name.endswith("(baseline)"):
             continue
         target = f"< {TARGET_S:g} s" if name != "shieldbench defenses list" else "-"
-        print(f"{name:<28} {seconds:>7.3f} {seconds / baseline:>11.1f}x  {target}")
+        print(f"{name:<28} {wall:>7.3f} {wall / baseline:>11.1f}x {cpu:>7.3f}  {target}")
     return 0
 
 
