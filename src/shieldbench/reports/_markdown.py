@@ -10,8 +10,9 @@ composite-defense facts and sample-size warnings.
 Every value that comes from data or plugins (texts, categories, specs, error
 messages, recommendation messages) goes through :func:`md_text`; numbers we
 format ourselves are the only unescaped cells. The Markdown view prints the
-worst ``settings.examples`` bypasses and false positives per run; the JSON and
-HTML views carry all examples of the model.
+worst ``settings.examples`` bypasses and false positives per run (and, for an
+adaptive attack, that many bypasses per attack category: see
+:mod:`._markdown_attack`); the JSON and HTML views carry all examples of the model.
 """
 
 from __future__ import annotations
