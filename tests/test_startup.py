@@ -17,8 +17,8 @@ import pytest
 HEAVY = ("scipy", "matplotlib", "datasketch", "pyarrow", "torch")
 # Each entry point and what it must not import (on top of HEAVY).
 ENTRY_POINTS = {
-    "shieldbench": ("jinja2", "yaml", "numpy", "httpx", "sklearn"),
-    "shieldbench.cli": ("jinja2", "yaml", "httpx", "sklearn"),
+    "shieldbench": ("jinja2", "yaml", "numpy", "httpx", "aiohttp", "sklearn"),
+    "shieldbench.cli": ("jinja2", "yaml", "httpx", "aiohttp", "sklearn"),
     "shieldbench.datasets": ("numpy",),
     "shieldbench.attacks": ("numpy",),
     "shieldbench.metrics": (),
