@@ -24,9 +24,10 @@ Example (a tiny stand-in encoder, so the example needs no model):
     ...     def encode(self, sentences, **options):
     ...         return np.array([[s.count("a"), s.count("b"), 1.0] for s in sentences])
     >>> emb = Embedder(Letters(), model_name="letters", cache_size=10)
-    >>> v = emb.encode(["ab", "ab", "b"])
+    >>> v = emb.encode(["ab", "ab", "b"])  # two distinct texts: "ab" is encoded once
     >>> v.shape, round(float(np.linalg.norm(v[0])), 6)
     ((3, 3), 1.0)
+    >>> _ = emb.encode(["b"])  # from the cache
     >>> emb.cache_info()
     CacheInfo(hits=1, misses=2, size=2, maxsize=10)
 """
