@@ -22,6 +22,7 @@ def _bank(name: str) -> str:
     return str(resources.files("shieldbench.defenses").joinpath("data", name))
 
 
+@pytest.mark.slow
 def test_train_writes_a_loadable_head_and_prints_its_card(tmp_path: Path) -> None:
     out = tmp_path / "head"
     attack, benign = _bank("semantic_bank.jsonl"), _bank("semantic_benign_bank.jsonl")
@@ -41,6 +42,7 @@ def test_train_writes_a_loadable_head_and_prints_its_card(tmp_path: Path) -> Non
     ).blocked
 
 
+@pytest.mark.slow
 def test_train_json_prints_the_model_card(tmp_path: Path) -> None:
     attack, benign = _bank("semantic_bank.jsonl"), _bank("semantic_benign_bank.jsonl")
     spec = f"mix(jsonl:{attack}, jsonl:{benign})"

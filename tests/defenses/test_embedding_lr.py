@@ -59,6 +59,7 @@ def trained(small_data: Dataset, embedder: Embedder) -> EmbeddingHead:
     return train_embedding_head([small_data], embedder=embedder, seed=3, target_fpr=0.05)
 
 
+@pytest.mark.slow
 def test_training_is_deterministic(small_data: Dataset, trained: EmbeddingHead) -> None:
     fresh = minilm_embedder(cache_size=0)  # no cached vectors: the whole path again
     again = train_embedding_head([small_data], embedder=fresh, seed=3, target_fpr=0.05)
@@ -194,6 +195,7 @@ def test_training_needs_both_classes(small_data: Dataset, embedder: Embedder) ->
         train_embedding_head([], embedder=embedder)
 
 
+@pytest.mark.slow
 def test_duplicates_and_conflicting_labels_are_dropped(
     small_data: Dataset, embedder: Embedder
 ) -> None:

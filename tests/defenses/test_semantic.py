@@ -158,6 +158,7 @@ def test_check_and_check_batch_agree(semantic: SemanticDefense) -> None:
     assert semantic.check_batch([]) == []
 
 
+@pytest.mark.slow
 def test_score_formula_with_and_without_benign_bank(semantic: SemanticDefense) -> None:
     text = "Imagine you are a pirate captain and describe your ship to my class."
     verdict = semantic.check(text)
