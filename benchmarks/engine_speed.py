@@ -8,23 +8,28 @@
     supervised worker thread runs the loop. Also shown: the inline loop
     (``timeout_s=None``) and the default config (8 threads). Target: <= 1.5x.
 (2) Concurrency: 2,000 checks at concurrency 64 against a real HTTP server on
-    loopback (``_loopback_server.py``: asyncio streams, HTTP/1.1 keep-alive, its
-    own process) that takes 20 ms per request. The defense is a minimal ``acheck``
-    over ``httpx.AsyncClient`` with a small asyncio-streams transport (see
-    :class:`StreamsTransport` for why not httpx's default one). Baseline: the ideal
+    loopback (``_loopback_server.py``: an asyncio protocol, HTTP/1.1 keep-alive,
+    its own process) that takes 20 ms per request. The defense is the real ``http:``
+    defense, built from its spec (``build_defense("http:http://127.0.0.1:PORT/check")``),
+    screened with :func:`~shieldbench.engine.screen` at ``RunConfig(concurrency=64,
+    warmup=0)`` (the default timeout and retries). Baseline: the ideal
     2,000 / 64 x 20 ms = 625 ms. Also shown: the same defense driven by a bare
-    ``asyncio.gather`` of 64 workers (the engine's own share, apart from the HTTP
-    client's), the engine with httpx's default transport, and the engine with a
-    defense that only awaits ``asyncio.sleep(0.02)`` (scheduling alone, no HTTP).
-    Target: <= 1.3x.
+    ``asyncio.gather`` of 64 workers (the engine's own share, apart from the
+    defense's), the same POSTs made by aiohttp alone with no defense layer and no
+    engine (the floor this machine allows: when it misses the target, so does
+    any client), and the engine with a defense that only awaits
+    ``asyncio.sleep(0.02)`` (scheduling alone, no HTTP). With ``--httpx``, also the
+    engine with a minimal defense over ``httpx.AsyncClient`` (why ``acheck`` uses
+    aiohttp; ~20x the ideal on 2 cores, so it is off by default). Target: <= 1.3x.
 
 Timings are the best of several repetitions, baseline and engine interleaved
 (noise on a shared machine only ever adds time). The HTTP client's CPU cost per
 request bounds (2) on a slow machine: at 64 x 20 ms, 3,200 requests a second
-leave ~0.3 ms of CPU per request for client, engine and event loop together.
+leave ~0.3 ms of CPU per request for client, engine and event loop together (and
+on 2 cores the loopback server's ~0.08 ms and every other process compete).
 
-Run: ``.venv/bin/python benchmarks/engine_speed.py``; ``measure()`` returns the
-numbers for a combined benchmark script. Exit status 1 when a target is missed.
+Run: ``.venv/bin/python benchmarks/engine_speed.py [--httpx]``; ``measure()`` returns
+the numbers for a combined benchmark script. Exit status 1 when a target is missed.
 """
 
 from __future__ import annotations
@@ -39,9 +44,11 @@ from pathlib import Path
 from time import perf_counter, process_time
 from typing import Any
 
+import aiohttp
 import httpx
 
 from shieldbench.datasets import Dataset
+from shieldbench.defenses import build_defense
 from shieldbench.engine import run_defense, screen
 from shieldbench.types import Outcome, RunConfig, Sample, Verdict
 
@@ -91,7 +98,7 @@ def _best(
     return wall, cpu
 
 
-def measure_overhead(n: int = N_OVERHEAD, repeats: int = 5) -> dict[str, float]:
+def measure_overhead(n: int = N_OVERHEAD, repeats: int = 7) -> dict[str, float]:
     data = Dataset("bench", tuple(Sample(f"s{i}", f"text {i}", "benign") for i in range(n)))
     defense = Nothing()
     best, cpu = _best(
@@ -115,80 +122,7 @@ def measure_overhead(n: int = N_OVERHEAD, repeats: int = 5) -> dict[str, float]:
     }
 
 
-# -- (2) a real HTTP defense against benchmarks/_loopback_server.py --------------------
-
-
-class StreamsTransport(httpx.AsyncBaseTransport):
-    """HTTP/1.1 keep-alive over asyncio streams: httpx's transport extension point.
-
-    Just enough HTTP for the loopback server (which always sends Content-Length):
-    one connection per in-flight request, idle connections reused. httpx's default
-    transport (httpcore) scans its whole pool on every request and event, which at
-    64 connections costs more CPU per request than the 0.3 ms this benchmark can
-    spare; the script measures that variant too, so the difference is visible.
-    """
-
-    def __init__(self) -> None:
-        self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        url = request.url
-        reader, writer = (
-            self._idle.pop() if self._idle else await asyncio.open_connection(url.host, url.port)
-        )
-        head = [b"%s %s HTTP/1.1\r\n" % (request.method.encode(), url.raw_path)]
-        head += [b"%s: %s\r\n" % pair for pair in request.headers.raw]
-        writer.write(b"".join(head) + b"\r\n" + request.content)
-        raw = await reader.readuntil(b"\r\n\r\n")
-        status_line, *lines = raw[:-4].split(b"\r\n")
-        headers = [(k.strip(), v.strip()) for k, _, v in (x.partition(b":") for x in lines)]
-        length = next(int(v) for k, v in headers if k.lower() == b"content-length")
-        content = await reader.readexactly(length)
-        self._idle.append((reader, writer))
-        status = int(status_line.split(b" ", 2)[1])
-        return httpx.Response(status, headers=headers, content=content, request=request)
-
-    async def aclose(self) -> None:
-        for _, writer in self._idle:
-            writer.close()
-        self._idle.clear()
-
-
-class LoopbackHTTP:
-    """A minimal async HTTP defense: POST the text, read ``blocked`` and ``score``.
-
-    One ``httpx.AsyncClient`` per event loop (the engine starts a loop per call, and
-    a client's pooled connections belong to the loop that opened them). ``lean``
-    picks :class:`StreamsTransport`, else httpx's default transport.
-    """
-
-    name = "loopback-http"
-
-    def __init__(self, url: str, *, lean: bool = True) -> None:
-        self.url = url
-        self.lean = lean
-        self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
-
-    def _client(self) -> httpx.AsyncClient:
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            if self.lean:
-                client = httpx.AsyncClient(transport=StreamsTransport())
-            else:
-                limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=None)
-                client = httpx.AsyncClient(limits=limits)
-            self._clients[loop] = client
-        return client
-
-    def check(self, text: str) -> Verdict:
-        data = httpx.post(self.url, json={"text": text}).raise_for_status().json()
-        return Verdict(blocked=data["blocked"], score=data["score"])
-
-    async def acheck(self, text: str) -> Verdict:
-        response = await self._client().post(self.url, json={"text": text})
-        data = response.raise_for_status().json()
-        return Verdict(blocked=data["blocked"], score=data["score"])
+# -- (2) the real http: defense against benchmarks/_loopback_server.py -------------------
 
 
 class Sleeper:
@@ -204,7 +138,7 @@ class Sleeper:
         return ALLOW
 
 
-def bare_gather(defense: LoopbackHTTP, texts: list[str]) -> None:
+def bare_gather(defense: Any, texts: list[str]) -> None:
     """The same defense at the same concurrency with nothing but ``asyncio.gather``."""
 
     async def main() -> None:
@@ -219,57 +153,113 @@ def bare_gather(defense: LoopbackHTTP, texts: list[str]) -> None:
     asyncio.run(main())
 
 
-def measure_concurrency(n: int = N_HTTP, repeats: int = 3) -> dict[str, float]:
+def bare_aiohttp(url: str, texts: list[str]) -> None:
+    """The floor: the same POSTs with aiohttp alone (no defense layer, no engine), 64 at once."""
+
+    async def main() -> None:
+        pending = iter(texts)
+        async with aiohttp.ClientSession() as session:
+
+            async def worker() -> None:
+                for text in pending:
+                    body = json.dumps({"text": text}).encode()
+                    async with session.post(url, data=body) as response:
+                        json.loads(await response.read())
+
+            await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+
+    asyncio.run(main())
+
+
+class HttpxGuard:
+    """The same request over ``httpx.AsyncClient`` (one per loop): why ``acheck`` uses aiohttp.
+
+    Only measured with ``--httpx`` (it takes ~10-20 s on a 2-core machine).
+    """
+
+    name = "httpx-async"
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+
+    def check(self, text: str) -> Verdict:
+        raise NotImplementedError("async only")
+
+    async def acheck(self, text: str) -> Verdict:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=None)
+            client = self._clients[loop] = httpx.AsyncClient(limits=limits)
+        response = await client.post(self.url, json={"text": text})
+        data = response.raise_for_status().json()
+        return Verdict(blocked=data["blocked"], score=data["score"])
+
+
+def measure_concurrency(
+    n: int = N_HTTP, repeats: int = 5, *, with_httpx: bool = False
+) -> dict[str, float]:
     server = subprocess.Popen(
         [sys.executable, str(Path(__file__).with_name("_loopback_server.py")), str(DELAY_S)],
         stdout=subprocess.PIPE,
         text=True,
     )
+    guard = None
     try:
         assert server.stdout is not None
         url = f"http://127.0.0.1:{int(server.stdout.readline())}/check"
-        lean, default = LoopbackHTTP(url), LoopbackHTTP(url, lean=False)
+        guard = build_defense(f"http:{url}")  # the real http: defense, as a user builds it
         texts = [f"text {i}" for i in range(n)]
-        config = RunConfig(concurrency=CONCURRENCY, warmup=0, timeout_s=30.0)
-        for defense in (lean, default):  # the server answers, and every answer parses
-            failed = [o.error for o in screen(defense, texts[:100], config=config) if not o.is_ok]
-            if failed:
-                raise RuntimeError(f"the loopback defense failed: {failed[0]}")
+        # RunConfig's defaults (timeout, retries) at concurrency 64, without warm-up calls.
+        config = RunConfig(concurrency=CONCURRENCY, warmup=0)
+        failed = [o.error for o in screen(guard, texts[:200], config=config) if not o.is_ok]
+        if failed:  # the server answers, and every answer maps to a verdict
+            raise RuntimeError(f"the http: defense failed: {failed[0]}")
         best, cpu = _best(
             {
-                "gather": lambda: bare_gather(lean, texts),
-                "engine": lambda: screen(lean, texts, config=config),
+                "aiohttp": lambda: bare_aiohttp(url, texts),
+                "gather": lambda: bare_gather(guard, texts),
+                "engine": lambda: screen(guard, texts, config=config),
+                "sleeper": lambda: screen(Sleeper(), texts, config=config),
             },
             repeats,
         )
-        best |= _best({"default": lambda: screen(default, texts, config=config)}, 1)[0]
-        best |= _best({"sleeper": lambda: screen(Sleeper(), texts, config=config)}, repeats)[0]
+        if with_httpx:
+            best |= _best({"httpx": lambda: screen(HttpxGuard(url), texts, config=config)}, 1)[0]
     finally:
+        if guard is not None:
+            guard.close()  # type: ignore[attr-defined]
         server.kill()
         server.wait()
     ideal = n / CONCURRENCY * DELAY_S
-    return {
+    result = {
         "concurrency_ideal_s": ideal,
         "concurrency_engine_s": best["engine"],
         "concurrency_gather_s": best["gather"],
         "concurrency_ratio": best["engine"] / ideal,
         "concurrency_gather_ratio": best["gather"] / ideal,
+        "concurrency_aiohttp_ratio": best["aiohttp"] / ideal,
+        "concurrency_engine_vs_aiohttp": best["engine"] / best["aiohttp"],
         "concurrency_engine_vs_gather": best["engine"] / best["gather"],
-        "concurrency_httpcore_ratio": best["default"] / ideal,
         "concurrency_sleeper_ratio": best["sleeper"] / ideal,
         "concurrency_engine_cpu_ms_per_request": cpu["engine"] / n * 1000,
         "concurrency_gather_cpu_ms_per_request": cpu["gather"] / n * 1000,
+        "concurrency_aiohttp_cpu_ms_per_request": cpu["aiohttp"] / n * 1000,
         "concurrency_cpu_budget_ms_per_request": DELAY_S / CONCURRENCY * 1000,
     }
+    if with_httpx:
+        result["concurrency_httpx_ratio"] = best["httpx"] / ideal
+    return result
 
 
-def measure() -> dict[str, float]:
+def measure(*, with_httpx: bool = False) -> dict[str, float]:
     """Both measurements; every ratio is engine time over its baseline's time."""
-    return {**measure_overhead(), **measure_concurrency()}
+    return {**measure_overhead(), **measure_concurrency(with_httpx=with_httpx)}
 
 
 def main() -> int:
-    m = measure()
+    m = measure(with_httpx="--httpx" in sys.argv[1:])
     rows: list[tuple[str, Any, str]] = [
         ("bare loop, 100,000 no-op checks", f"{m['overhead_bare_s'] * 1000:.0f} ms", ""),
         ("engine, concurrency 1 + timeout", f"{m['overhead_engine_s'] * 1000:.0f} ms", ""),
@@ -278,20 +268,26 @@ def main() -> int:
         ("    default config (8 threads)", f"{m['overhead_threads8_ratio']:.2f}x", ""),
         ("    CPU time, engine vs bare loop", f"{m['overhead_cpu_ratio']:.2f}x", ""),
         ("ideal, 2,000 x 20 ms / 64", f"{m['concurrency_ideal_s'] * 1000:.0f} ms", ""),
-        ("engine, acheck at concurrency 64", f"{m['concurrency_engine_s'] * 1000:.0f} ms", ""),
+        ("engine, http: at concurrency 64", f"{m['concurrency_engine_s'] * 1000:.0f} ms", ""),
         ("bare asyncio.gather, same defense", f"{m['concurrency_gather_s'] * 1000:.0f} ms", ""),
         ("(2) engine vs ideal", f"{m['concurrency_ratio']:.2f}x", "<= 1.3x"),
         ("    bare gather vs ideal", f"{m['concurrency_gather_ratio']:.2f}x", ""),
         ("    engine vs bare gather", f"{m['concurrency_engine_vs_gather']:.2f}x", ""),
-        ("    engine, httpx default transport", f"{m['concurrency_httpcore_ratio']:.2f}x", ""),
+        ("    bare aiohttp client vs ideal", f"{m['concurrency_aiohttp_ratio']:.2f}x", ""),
+        ("    engine vs bare aiohttp client", f"{m['concurrency_engine_vs_aiohttp']:.2f}x", ""),
         ("    engine, 20 ms asyncio.sleep defense", f"{m['concurrency_sleeper_ratio']:.2f}x", ""),
         (
-            "CPU per request: engine / gather",
+            "CPU/request: engine, gather, aiohttp",
             f"{m['concurrency_engine_cpu_ms_per_request']:.3f}"
-            f" / {m['concurrency_gather_cpu_ms_per_request']:.3f} ms",
+            f" / {m['concurrency_gather_cpu_ms_per_request']:.3f}"
+            f" / {m['concurrency_aiohttp_cpu_ms_per_request']:.3f} ms",
             f"(budget {m['concurrency_cpu_budget_ms_per_request']:.3f} ms)",
         ),
     ]
+    if "concurrency_httpx_ratio" in m:
+        rows.append(
+            ("    engine, httpx.AsyncClient defense", f"{m['concurrency_httpx_ratio']:.2f}x", "")
+        )
     for label, value, target in rows:
         print(f"{label:38s} {value:>10s}  {target}")
     print(json.dumps({k: round(v, 4) for k, v in m.items()}))
