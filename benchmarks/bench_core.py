@@ -48,6 +48,11 @@ def main() -> int:
         met = value <= target if op == "<=" else value >= target
         ok &= met
         print(f"{name:<52} {value:>7.2f}x  {op} {target:g}x {'met' if met else 'MISSED'}")
+    print(
+        f"  (HTTP floor here: a bare aiohttp client, no engine, no defense layer:"
+        f" {engine['concurrency_aiohttp_ratio']:.2f}x the ideal; the engine with http: is"
+        f" {engine['concurrency_engine_vs_aiohttp']:.2f}x that floor)"
+    )
     return 0 if ok else 1
 
 

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import urllib.request
 from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -66,6 +65,8 @@ def env_proxy(url: str) -> str | None:
     ``HTTP_PROXY`` / ``HTTPS_PROXY`` by the URL's scheme, else ``ALL_PROXY``; lower-case
     names win, as in :func:`urllib.request.getproxies` (and httpx).
     """
+    import urllib.request  # ~15 ms to import: only when a session is first used
+
     parts = urlsplit(url)
     proxies = urllib.request.getproxies()
     proxy = proxies.get(parts.scheme) or proxies.get("all")

@@ -37,7 +37,6 @@ Clients
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import math
 import os
@@ -152,6 +151,8 @@ def parse_retry_after(value: str | None) -> float | None:
 
     >>> parse_retry_after("3"), parse_retry_after(None), parse_retry_after("soon")
     (3.0, None, None)
+    >>> parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT")  # a date in the past: now
+    0.0
     """
     if value is None:
         return None
@@ -160,6 +161,8 @@ def parse_retry_after(value: str | None) -> float | None:
         seconds = float(value)
     except ValueError:
         try:
+            import email.utils  # ~5 ms to import: only for the rare HTTP-date form
+
             when = email.utils.parsedate_to_datetime(value)
         except (TypeError, ValueError):
             return None
