@@ -22,8 +22,14 @@ How it was chosen, and how well it does (README table): the composition and
 thresholds were picked on a fixed 30% development split of the shared public
 datasets (ids hashed, see ``benchmarks/defense_table.py``) among detectors
 trained only on other data; the figures to quote are those on the other 70%.
-It does not reach the 0.90 TPR goal on every attack set: see the README for
-what it misses (noisy and German deepset injections, subtle BIPIA tasks).
+Measured on the held-out 70% (``benchmarks/defense_table.py``): pooled TPR
+0.78 [0.75, 0.81] over 876 injection / jailbreak attacks (giskard 1.00,
+GPTFuzz jailbreaks 0.94, in-the-wild jailbreaks 0.88, BIPIA 0.68, deepset
+0.54), FPR at most 0.024 on every benign set (GPTeacher role-play 0.024, BIPIA
+documents 0.018, deepset 0.007, alpaca 0.004, XSTest safe 0.000). It misses
+the 0.90 TPR goal: deepset's attacks are short, often German, and partly
+mislabelled ("generate c++"), and BIPIA's injected tasks are benign sentences
+out of place, which only ``topic-shift`` sees.
 """
 
 from __future__ import annotations
