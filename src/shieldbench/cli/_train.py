@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
 from shieldbench.cli._app import app, console
-from shieldbench.datasets import load_dataset
-from shieldbench.defenses import ModelCard, train_embedding_head
+
+if TYPE_CHECKING:
+    from shieldbench.defenses import ModelCard
 
 __all__: list[str] = []
 
@@ -78,6 +79,10 @@ def train(
     ] = False,
 ) -> None:
     """Train an embedding-lr head (logistic regression on MiniLM embeddings)."""
+    # Imported here: `shieldbench --help` and the other commands should not pay for them.
+    from shieldbench.datasets import load_dataset
+    from shieldbench.defenses import train_embedding_head
+
     datasets = [load_dataset(spec) for spec in dataset]
     head = train_embedding_head(datasets, seed=seed, target_fpr=target_fpr, holdout=holdout, c=c)
     path = head.save(out)
