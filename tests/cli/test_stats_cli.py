@@ -78,7 +78,8 @@ def test_compare_prints_leaderboard_and_verdicts(run_files: list[Path], tmp_path
     assert "Pairwise" in out
     assert "Non-inferiority" in out
     assert "[red]weak[/red]" in out  # labels are data, printed literally
-    assert "significantly better" in out
+    assert "a is" in out  # the verdict column, "better" / "worse" / "n.s." in the terminal
+    assert " better " in out
     assert format_rate(rate(120, 120)) in out  # 100.0% [96.9–100.0] n=120
     assert format_rate(rate(40, 120)) in out
     saved = json.loads(out_json.read_text())

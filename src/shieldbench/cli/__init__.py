@@ -5,6 +5,7 @@ Nothing imports this package; it imports everything it needs.
 
 from __future__ import annotations
 
+import os
 import sys
 
 # Command modules register their commands on import (one line each).
@@ -24,6 +25,9 @@ __all__ = ["app", "main"]
 
 def main() -> None:
     """Entry point of the ``shieldbench`` script: library errors become one clear line."""
+    # Hugging Face's per-file "Loading weights" bars would interleave with our own
+    # progress display; a user who wants them sets the variable to 0.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:
         app()
     except ShieldbenchError as exc:

@@ -141,6 +141,20 @@ def _leaderboard_table(cmp: Comparison) -> Table:
     return t
 
 
+# Terminal cells are narrow: the reports spell these out in full.
+_SHORT_VERDICT = {
+    "significantly better": "[green]better[/]",
+    "significantly worse": "[red]worse[/]",
+    "no significant difference": "n.s.",
+}
+_SHORT_METRIC = {"block_rate": "TPR", "false_positive_rate": "FPR", "roc_auc": "ROC-AUC"}
+_SHORT_TEST = {"exact-binomial": "exact", "chi2-continuity": "chi2 cc"}
+
+
+def _short_verdict(verdict: str) -> str:
+    return _SHORT_VERDICT.get(verdict, escape(verdict))
+
+
 def _metric_row(a: str, b: str, m: PairedMetric, verdict: str, p_adj: float) -> list[str | Text]:
     d = m.difference
     diff = (
@@ -152,15 +166,15 @@ def _metric_row(a: str, b: str, m: PairedMetric, verdict: str, p_adj: float) -> 
     return [
         Text(a),
         Text(b),
-        m.metric.replace("_", " "),
+        _SHORT_METRIC.get(m.metric, m.metric.replace("_", " ")),
         format_rate(m.rate_a, n=False),
         format_rate(m.rate_b, n=False),
         diff,
         f"{tb.both}/{tb.only_a}/{tb.only_b}/{tb.neither}",
-        m.test.method,
+        _SHORT_TEST.get(m.test.method, m.test.method),
         _p(m.test.p_value),
         _p(p_adj),
-        verdict,
+        _short_verdict(verdict),
     ]
 
 
@@ -178,9 +192,9 @@ def _pairs_table(cmp: Comparison) -> Table:
         "test",
         "p",
         "p adj.",
-        "verdict: a is ...",
+        "a is",
     ):
-        t.add_column(name)
+        t.add_column(name, no_wrap=name in {"metric", "test", "a is"})
     for pair in cmp.pairs:
         v = {x.metric: x for x in pair.verdicts}
         for m in (pair.attacks, pair.benign):
@@ -196,10 +210,10 @@ def _pairs_table(cmp: Comparison) -> Table:
                 format_estimate(auc.auc_b),
                 f"{auc.difference:+.3f} [{auc.ci_low:+.3f}, {auc.ci_high:+.3f}]",
                 "",
-                "DeLong (paired)",
+                "DeLong",
                 _p(auc.p_value),
                 _p(va.p_adjusted),
-                va.verdict,
+                _short_verdict(va.verdict),
             )
     return t
 
@@ -243,9 +257,11 @@ def print_comparison(cmp: Comparison, *, out: Console | None = None) -> None:
     target.print(_leaderboard_table(cmp))
     target.print(_pairs_table(cmp))
     target.print(
-        "McNemar: exact binomial below 25 discordant pairs, else chi-square with continuity"
-        " correction; differences with Newcombe's paired interval; verdicts after"
-        f" {s.correction} correction.",
+        "TPR / FPR rows: McNemar test on the paired outcomes, exact binomial below 25"
+        " discordant pairs, else chi-square with continuity correction (chi2 cc); differences"
+        " with Newcombe's paired interval. ROC-AUC rows: paired DeLong test. 'a is better /"
+        f" worse': significant after {s.correction} correction; n.s.: no significant"
+        " difference (the reports spell every verdict out).",
         highlight=False,
     )
     if cmp.non_inferiority:
