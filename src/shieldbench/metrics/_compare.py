@@ -60,6 +60,7 @@ from shieldbench.metrics._pairing import (
     metric_verdict,
     paired_metric,
     paired_tables,
+    rate_verdicts,
     shared_policy,
 )
 from shieldbench.metrics._summary import RunSummary, summarize
@@ -282,24 +283,7 @@ def compare_runs(
     adjusted = iter(corrected(family, method=correction))
     pairs = []
     for i, j, att_m, ben_m, auc in raw:
-        verdicts = [
-            metric_verdict(
-                "block_rate",
-                att_m.difference.estimate,
-                att_m.test.p_value,
-                next(adjusted),
-                alpha=alpha,
-                higher=True,
-            ),
-            metric_verdict(
-                "false_positive_rate",
-                ben_m.difference.estimate,
-                ben_m.test.p_value,
-                next(adjusted),
-                alpha=alpha,
-                higher=False,
-            ),
-        ]
+        verdicts = rate_verdicts(att_m, ben_m, adjusted, alpha=alpha)
         if auc is not None:
             verdicts.append(
                 metric_verdict(

@@ -29,7 +29,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -221,6 +221,31 @@ def metric_verdict(
     return MetricVerdict(metric, word, p, adj, higher)
 
 
+def rate_verdicts(
+    attacks: PairedMetric, benign: PairedMetric, adjusted: Iterator[float], *, alpha: float
+) -> list[MetricVerdict]:
+    """The block-rate and false-positive-rate verdicts, taking their corrected p-values
+    (in that order) from ``adjusted``."""
+    return [
+        metric_verdict(
+            "block_rate",
+            attacks.difference.estimate,
+            attacks.test.p_value,
+            next(adjusted),
+            alpha=alpha,
+            higher=True,
+        ),
+        metric_verdict(
+            "false_positive_rate",
+            benign.difference.estimate,
+            benign.test.p_value,
+            next(adjusted),
+            alpha=alpha,
+            higher=False,
+        ),
+    ]
+
+
 def corrected(p_values: Sequence[float | None], *, method: Correction) -> list[float]:
     """Adjust the p-values that are not ``None``; ``None`` (no data) becomes 1.0."""
     real = [p for p in p_values if p is not None]
@@ -286,23 +311,6 @@ def compare_groups(
     adjusted = iter(corrected(family, method=correction))
     out = []
     for name, att_m, ben_m in metrics:
-        verdicts = (
-            metric_verdict(
-                "block_rate",
-                att_m.difference.estimate,
-                att_m.test.p_value,
-                next(adjusted),
-                alpha=alpha,
-                higher=True,
-            ),
-            metric_verdict(
-                "false_positive_rate",
-                ben_m.difference.estimate,
-                ben_m.test.p_value,
-                next(adjusted),
-                alpha=alpha,
-                higher=False,
-            ),
-        )
+        verdicts = tuple(rate_verdicts(att_m, ben_m, adjusted, alpha=alpha))
         out.append(GroupComparison(by, name, att_m, ben_m, verdicts))
     return tuple(out)
