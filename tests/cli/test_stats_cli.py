@@ -105,6 +105,28 @@ def test_compare_refuses_different_datasets(
     assert "content hash" in _flat(capsys.readouterr().err)
 
 
+def test_compare_takes_folders_of_run_files(run_files: list[Path], tmp_path: Path) -> None:
+    # A `run --out` folder (its runs/*.json) or a plain folder of run files; a folder used
+    # to reach load_run and end in a traceback (IsADirectoryError).
+    out = tmp_path / "bench"
+    (out / "runs").mkdir(parents=True)
+    for p in run_files:
+        p.rename(out / "runs" / p.name)
+    (out / "report.json").write_text("{}")  # beside runs/, not a run file: ignored
+    for folder in (out, out / "runs"):
+        result = runner.invoke(
+            app, ["compare", str(folder), "--out", str(tmp_path / "r")], env={"COLUMNS": "250"}
+        )
+        assert result.exit_code == 0, result.output
+        assert "Leaderboard" in result.output
+        assert "[red]weak[/red]" in _flat(result.output)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = runner.invoke(app, ["compare", str(empty), str(out)])
+    assert result.exit_code != 0
+    assert "without run files" in str(result.exception)  # main() prints it as one line
+
+
 def test_compare_needs_two_runs_and_valid_options(run_files: list[Path]) -> None:
     one = runner.invoke(app, ["compare", str(run_files[0])])
     assert one.exit_code != 0

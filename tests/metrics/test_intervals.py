@@ -82,6 +82,14 @@ def test_bad_input_is_refused(k: int, n: int, kwargs: dict[str, object]) -> None
         proportion_interval(k, n, **kwargs)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(("k", "n"), [(1.5, 3), (1, 3.5), (math.nan, 3), (1, math.inf), ("1", 3)])
+def test_counts_must_be_whole_numbers(k: object, n: object) -> None:
+    # rate(1.5, 3) once gave Rate(k=1, value=0.5): the count and the value disagreed.
+    with pytest.raises(StatisticsError, match="whole counts"):
+        rate(k, n)  # type: ignore[arg-type]
+    assert rate(np.int64(3), np.int64(10)) == rate(3.0, 10.0) == rate(3, 10)  # type: ignore[arg-type]
+
+
 @given(
     n=st.integers(min_value=0, max_value=5000),
     frac=st.floats(min_value=0, max_value=1),

@@ -268,9 +268,31 @@ def print_comparison(cmp: Comparison, *, out: Console | None = None) -> None:
         target.print(_ni_table(cmp))
 
 
+def _run_files(paths: list[Path]) -> list[Path]:
+    """Each path as given, a folder replaced by its run files: ``runs/*.json`` inside a
+    ``run --out`` folder, else the folder's own ``*.json`` (sorted)."""
+    files: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            files.append(path)
+            continue
+        folder = path / "runs" if (path / "runs").is_dir() else path
+        found = sorted(folder.glob("*.json"))
+        if not found:
+            raise ConfigError(f"{path}: a folder without run files (*.json or runs/*.json)")
+        files.extend(found)
+    return files
+
+
 @app.command("compare")
 def compare(
-    runs: Annotated[list[Path], typer.Argument(help="Run files (JSON) written by `run`.")],
+    runs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Run files (JSON) written by `run`, or folders of them"
+            " (a `run --out` folder: its runs/*.json)."
+        ),
+    ],
     alpha: Annotated[float, typer.Option(help="Family-wise significance level.")] = 0.05,
     margin: Annotated[
         float | None,
@@ -302,6 +324,7 @@ def compare(
     from shieldbench.metrics import compare_runs
     from shieldbench.reports import build_report, write_reports
 
+    runs = _run_files(runs)
     if len(runs) < 2:
         raise ConfigError("compare needs at least two run files")
     loaded = [load_run(p) for p in runs]

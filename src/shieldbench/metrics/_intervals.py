@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -83,6 +84,10 @@ def _z_cached(confidence: float) -> float:
     return float(stats.norm.isf((1.0 - confidence) / 2.0))
 
 
+def _whole(x: object) -> bool:
+    return isinstance(x, numbers.Integral) or (isinstance(x, float) and x.is_integer())
+
+
 def _clip01(x: float) -> float:
     return min(1.0, max(0.0, x))
 
@@ -92,13 +97,16 @@ def proportion_interval(
 ) -> tuple[float, float]:
     """Confidence interval ``(low, high)`` for the proportion ``k / n``.
 
-    ``n == 0`` gives ``(0.0, 1.0)``. Raises :class:`StatisticsError` for ``k`` outside
-    ``[0, n]``, an unknown method or a confidence outside (0, 1).
+    ``n == 0`` gives ``(0.0, 1.0)``. Raises :class:`StatisticsError` for counts that
+    are not whole numbers, ``k`` outside ``[0, n]``, an unknown method or a
+    confidence outside (0, 1).
 
     Example:
         >>> [round(x, 4) for x in proportion_interval(1, 3, method="clopper_pearson")]
         [0.0084, 0.9057]
     """
+    if not (_whole(k) and _whole(n)):
+        raise StatisticsError(f"a proportion needs whole counts, got k={k!r}, n={n!r}")
     if n < 0 or not 0 <= k <= max(n, 0):
         raise StatisticsError(f"need 0 <= k <= n for a proportion, got k={k!r}, n={n!r}")
     alpha = 1.0 - _check_confidence(confidence)
