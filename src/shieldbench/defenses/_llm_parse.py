@@ -16,7 +16,11 @@ Answers
     such as ``Label:`` / ``Answer:`` / ``Classification:``, an explanation on later
     lines, or a JSON object ``{"label": "..."}`` (optionally in a code fence).
     Anything else, e.g. ``"This is not an injection"``, is *unknown*: recorded as
-    an error, never guessed.
+    an error, never guessed. A later line that is itself a different bare label
+    (``"SAFE\nINJECTION"``, ``"Label: SAFE\nFinal answer: JAILBREAK"``) makes the
+    answer *ambiguous*, also an error: the model contradicted itself and neither
+    label can be trusted. Later lines that repeat the same label, or explanations
+    that merely mention a label inside a sentence, are fine.
 
 Score
     When the endpoint returns ``logprobs`` with ``top_logprobs``, the score is the
@@ -143,16 +147,32 @@ def parse_answer(content: str) -> tuple[str, int]:
         if not line.strip(_TRIM):
             offset += len(line)
             continue
-        token = line.strip(_TRIM)
-        prefix = _PREFIX.match(token)
-        if prefix is not None:
-            token = token[prefix.end() :].strip(_TRIM)
-        label = token.upper()
-        if label not in LABELS:
+        label = _bare_label(line)
+        if label is None:
             raise _unknown(region)
+        later = (_bare_label(rest) for rest in region[offset - base + len(line) :].splitlines())
+        others = {other for other in later if other is not None and other != label}
+        if others:
+            raise DefenseError(
+                f"llm answered {label} and then {', '.join(sorted(others))} on a later line"
+                f" ({region.strip()[:120]!r}): ambiguous, recorded as an error, not guessed"
+            )
+        token = _strip_prefix(line)
         where = re.search(re.escape(token), line, re.IGNORECASE)
         return label, offset + (where.start() if where else 0)
     raise _unknown(region)
+
+
+def _strip_prefix(line: str) -> str:
+    token = line.strip(_TRIM)
+    prefix = _PREFIX.match(token)
+    return token if prefix is None else token[prefix.end() :].strip(_TRIM)
+
+
+def _bare_label(line: str) -> str | None:
+    """The label a line consists of (decorations and a ``Label:`` prefix aside), else None."""
+    label = _strip_prefix(line).upper()
+    return label if label in LABELS else None
 
 
 def _label_mass(alternatives: Sequence[Any]) -> tuple[float, float]:
