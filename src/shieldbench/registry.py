@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from shieldbench.errors import PluginUnavailableError, SpecError
+from shieldbench.errors import ConfigError, PluginUnavailableError, SpecError
 from shieldbench.spec import Spec, parse_spec
 
 if TYPE_CHECKING:
@@ -207,7 +207,15 @@ class _LazyEntryPoint:
 
     def __call__(self, spec: Spec) -> Any:
         if self._factory is None:
-            loaded = self._ep.load()
+            try:
+                loaded = self._ep.load()
+            except (ImportError, AttributeError) as exc:
+                dist = self._ep.dist.name if self._ep.dist is not None else "its distribution"
+                raise ConfigError(
+                    f"plugin {self._ep.name!r} from {dist} cannot be loaded"
+                    f" ({self._ep.value}: {type(exc).__name__}: {exc}); reinstall or"
+                    f" uninstall {dist}"
+                ) from exc
             self._factory = getattr(loaded, "factory", loaded)
         return self._factory(spec)
 
