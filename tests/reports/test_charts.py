@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -62,3 +63,40 @@ def test_label_cuts_and_cleans() -> None:
     assert label("a\tb\n\nc") == "a b c"
     assert label("x" * 100, 10) == "x" * 9 + "…"
     assert label("short") == "short"
+
+
+def test_log_latency_axis_has_plain_number_ticks() -> None:
+    # Mathtext is off (hostile labels), so matplotlib's default log ticks would print
+    # as the literal source "$\mathdefault{10^{-1}}$"; the ticks must be plain numbers.
+    rows = [("c", True, i % 2 == 0, 0.5) for i in range(40)]
+    run = make_run(rows)
+    spread = [0.05 * 1.3**i for i in range(len(run.outcomes))]  # 0.05 ms .. ~1.4 s
+    outcomes = tuple(
+        dataclasses.replace(o, latency_ms=ms) for o, ms in zip(run.outcomes, spread, strict=True)
+    )
+    section = build_report([dataclasses.replace(run, outcomes=outcomes)]).runs[0]
+    assert section.latency_histogram is not None
+    assert section.latency_histogram.scale == "log"
+    svg = latency_chart([section])
+    assert svg is not None
+    texts = _texts(svg)
+    assert not [t for t in texts if "$" in t or "mathdefault" in t]
+    assert {"0.1", "1", "10", "100", "1000"} <= set(texts)
+
+
+def test_short_log_latency_axis_labels_more_than_one_tick() -> None:
+    rows = [("c", True, i % 2 == 0, 0.5) for i in range(30)]
+    run = make_run(rows)
+    spread = [3.0 * 1.11**i for i in range(len(run.outcomes))]  # 3 ms .. ~62 ms: 1.3 decades
+    outcomes = tuple(
+        dataclasses.replace(o, latency_ms=ms) for o, ms in zip(run.outcomes, spread, strict=True)
+    )
+    section = build_report([dataclasses.replace(run, outcomes=outcomes)]).runs[0]
+    assert section.latency_histogram is not None
+    assert section.latency_histogram.scale == "log"
+    svg = latency_chart([section])
+    assert svg is not None
+    numbers = [t for t in _texts(svg) if t.replace(".", "", 1).isdigit()]
+    assert "10" in numbers
+    assert len(numbers) >= 3, numbers  # minor ticks (5, 20, 50) labelled too
+    assert not [t for t in _texts(svg) if "$" in t or "mathdefault" in t]

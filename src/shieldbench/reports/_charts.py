@@ -27,6 +27,7 @@ import numpy as np
 from shieldbench.errors import ShieldbenchError
 from shieldbench.metrics import Rate
 from shieldbench.reports._model import RunSection
+from shieldbench.reports._ticks import plain_log_xaxis
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -389,7 +390,7 @@ def latency_chart(runs: Sequence[RunSection], *, name: str = "latency") -> str |
                 if q is not None and (q > 0 or not log):
                     ax.axvline(q, color=colour, linestyle=style, linewidth=0.9, alpha=0.8)
         if log:
-            ax.set_xscale("log")
+            plain_log_xaxis(ax)
         ax.yaxis.set_major_formatter(percent_formatter())
         ax.set_xlabel("latency (ms); solid line p50, dotted line p99")
         ax.set_ylabel("share of calls")
