@@ -88,6 +88,7 @@ def save_run(run: Run, path: str | Path) -> Path:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(run_to_dict(run), fh, ensure_ascii=False, indent=1)
             fh.write("\n")
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a run file is meant to be shared
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
