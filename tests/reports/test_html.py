@@ -155,6 +155,15 @@ def test_attack_section(attack_html: str, attack_result: AttackResult) -> None:
     text = " ".join(page.text)
     assert "Adaptive ASR" in text
     assert "Transfer to other defenses" in text
+    assert "Defense <code>keyword</code> version <code>unknown</code>;" in attack_html
+    assert "schema v1 &middot; adaptive attack." in attack_html
+    assert "0 runs" not in attack_html  # an attack report has no run to count
+
+
+def test_attack_section_shows_the_defense_version_escaped(attack_result: AttackResult) -> None:
+    info = replace(attack_result.defense, version="<b>2.1</b>")
+    html = render_html(build_report([], attack=replace(attack_result, defense=info)))
+    assert "version <code>&lt;b&gt;2.1&lt;/b&gt;</code>;" in html
 
 
 @pytest.mark.slow

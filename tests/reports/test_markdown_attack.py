@@ -231,3 +231,18 @@ def test_values_from_a_hand_edited_result_are_escaped(attack_result: AttackResul
     assert "<b" not in html
     assert "<em>" not in html
     assert doc.count(md_text(tag)) >= 8
+
+
+def test_the_attacked_defense_version_is_in_the_header(attack_result: AttackResult) -> None:
+    doc = render_markdown(build_report([], attack=attack_result, generated_at=WHEN))
+    assert attack_result.defense.version is None  # the test defense has no version
+    assert "on defense keyword version unknown and dataset jsonl:hostile.jsonl" in doc
+    assert " · adaptive attack." in doc
+    assert "0 runs" not in doc  # an attack report has no run to count
+    versioned = dataclasses.replace(
+        attack_result,
+        defense=dataclasses.replace(attack_result.defense, version="<b>2.1</b>|x*"),
+    )
+    doc = render_markdown(build_report([], attack=versioned, generated_at=WHEN))
+    assert f"on defense keyword version {md_text('<b>2.1</b>|x*')} and dataset" in doc
+    assert "<b>" not in MD.render(doc)

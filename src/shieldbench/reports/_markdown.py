@@ -43,14 +43,20 @@ def _m(text: str) -> Md:
     return Md(text)
 
 
+def _contents(report: Report) -> str:
+    """`` · 2 runs``, `` · adaptive attack`` or both (an attack report has no run)."""
+    n = len(report.runs)
+    runs = f" · {n} run{'s' * (n != 1)}" if n or report.attack is None else ""
+    return runs + (" · adaptive attack" if report.attack is not None else "")
+
+
 def _header(report: Report) -> list[str]:
     return [
         f"# {md_text(report.title)}",
         "",
         f"Generated {report.generated_at.isoformat(timespec='seconds')} by shieldbench"
         f" {md_text(report.shieldbench_version)} · report schema v{report.schema_version}"
-        f" · {len(report.runs)} run{'s' * (len(report.runs) != 1)}"
-        + (" · adaptive attack" if report.attack is not None else "")
+        + _contents(report)
         + ". Rates are shown as value [95% interval] with n, the number of samples behind"
         " them.",
     ]

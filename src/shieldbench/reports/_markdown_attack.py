@@ -64,7 +64,9 @@ def _provenance(view: AttackView) -> list[str]:
         f"## Adaptive attack on {md_text(view.defense.spec)}",
         "",
         f"Attack {md_text(view.id)}, started {view.started.isoformat(timespec='seconds')},"
-        f" on dataset {md_text(view.dataset.spec)} ({md_text(view.dataset.content_hash)}):"
+        f" on defense {md_text(view.defense.name)}"
+        f" version {md_text(view.defense.version or 'unknown')}"
+        f" and dataset {md_text(view.dataset.spec)} ({md_text(view.dataset.content_hash)}):"
         f" strategy {md_text(view.strategy)} (requested {st.get('strategy')}),"
         f" budget {st.get('budget')} search queries over {st.get('rounds')} rounds,"
         f" seed {st.get('seed')}, chains up to {st.get('max_depth')} mutators.",
