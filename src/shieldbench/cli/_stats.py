@@ -318,12 +318,22 @@ def compare(
         Path | None,
         typer.Option(help="Report folder (report.json/.md/.html; default reports/compare-<id>/)."),
     ] = None,
+    by: Annotated[
+        str | None,
+        typer.Option(
+            help="Also test every pair within each category, subcategory, tier, severity or"
+            " source (one correction across all groups and pairs; in --json as by_group)."
+        ),
+    ] = None,
 ) -> None:
     """Leaderboard and paired significance tests of runs on the same dataset; writes the
     JSON, Markdown and HTML reports and prints their paths."""
+    from shieldbench.cli._groups import check_dimension, compare_all_groups, print_grouped
     from shieldbench.metrics import compare_runs
     from shieldbench.reports import build_report, write_reports
 
+    if by is not None:
+        check_dimension(by)
     runs = _run_files(runs)
     if len(runs) < 2:
         raise ConfigError("compare needs at least two run files")
@@ -339,10 +349,24 @@ def compare(
         rank_by=rank_by,  # type: ignore[arg-type]
     )
     print_comparison(cmp)
+    data = cmp.to_dict()
+    if by is not None:
+        grouped = compare_all_groups(
+            loaded,
+            cmp.runs,
+            by=by,
+            alpha=alpha,
+            correction=correction,  # type: ignore[arg-type]
+            policy=cmp.settings.policy,  # type: ignore[arg-type]
+            confidence=confidence,
+            method=method,  # type: ignore[arg-type]
+        )
+        print_grouped(grouped)
+        data["by_group"] = grouped.to_dict()
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(
-            json.dumps(cmp.to_dict(), indent=1, allow_nan=False, ensure_ascii=False) + "\n",
+            json.dumps(data, indent=1, allow_nan=False, ensure_ascii=False) + "\n",
             encoding="utf-8",
         )
         console.print(f"Comparison written to {escape(str(json_out))}", highlight=False)

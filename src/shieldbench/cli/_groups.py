@@ -1,0 +1,148 @@
+"""``shieldbench compare --by category``: paired tests of every pair within every group.
+
+:func:`~shieldbench.metrics.compare_groups` compares two runs group by group; here
+every pair of the compared runs is compared that way and *all* the resulting
+p-values (groups x pairs x {block rate, FPR}) form one family, corrected together
+(Holm by default), so a "significantly better" in one category holds family-wise
+however many defenses and categories are looked at. A metric with no samples in a
+group (the FPR of an attack-only category, say) has p = 1 and stays out of the
+family, as in :func:`~shieldbench.metrics.compare_runs`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from shieldbench.cli._app import console
+from shieldbench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from shieldbench.metrics import GroupComparison, IntervalMethod
+    from shieldbench.metrics._paired import Correction
+    from shieldbench.types import ErrorPolicy, Run
+
+__all__ = ["GroupedComparisons", "check_dimension", "compare_all_groups", "print_grouped"]
+
+
+def check_dimension(by: str) -> str:
+    """``--by`` validated against the breakdown dimensions."""
+    from shieldbench.metrics import DIMENSIONS
+
+    if by not in DIMENSIONS:
+        raise ConfigError(f"--by {by!r}: choose one of {', '.join(DIMENSIONS)}")
+    return by
+
+
+@dataclass(frozen=True, slots=True)
+class GroupedComparisons:
+    """Every pair ``(a, b)`` compared within every group of ``by``, corrected together."""
+
+    by: str
+    alpha: float
+    correction: str
+    tests: int
+    rows: tuple[tuple[str, str, GroupComparison], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "by": self.by,
+            "alpha": self.alpha,
+            "correction": self.correction,
+            "tests_in_family": self.tests,
+            "comparisons": [{"a": a, "b": b, **g.to_dict()} for a, b, g in self.rows],
+        }
+
+
+def compare_all_groups(
+    runs: Sequence[Run],
+    labels: Sequence[str],
+    *,
+    by: str,
+    alpha: float,
+    correction: Correction,
+    policy: ErrorPolicy,
+    confidence: float,
+    method: IntervalMethod,
+) -> GroupedComparisons:
+    """Per-group paired tests of every pair of ``runs``, with one correction across all."""
+    from shieldbench.metrics import compare_groups
+    from shieldbench.metrics._pairing import corrected, rate_verdicts
+
+    dimension = check_dimension(by)
+    raw: list[tuple[str, str, GroupComparison]] = []
+    for i in range(len(runs)):
+        for j in range(i + 1, len(runs)):
+            for g in compare_groups(
+                runs[i],
+                runs[j],
+                by=dimension,  # type: ignore[arg-type]
+                alpha=alpha,
+                correction="none",
+                policy=policy,
+                confidence=confidence,
+                method=method,
+            ):
+                raw.append((labels[i], labels[j], g))
+    family: list[float | None] = []
+    for _, _, g in raw:
+        family += [m.test.p_value if m.table.n else None for m in (g.attacks, g.benign)]
+    adjusted = iter(corrected(family, method=correction))
+    rows = tuple(
+        (
+            a,
+            b,
+            replace(g, verdicts=tuple(rate_verdicts(g.attacks, g.benign, adjusted, alpha=alpha))),
+        )
+        for a, b, g in raw
+    )
+    tests = sum(p is not None for p in family)
+    return GroupedComparisons(dimension, alpha, correction, tests, rows)
+
+
+def print_grouped(grouped: GroupedComparisons, *, out: Console | None = None) -> None:
+    """One table: group, a, b, metric, rates, difference, discordant pairs, p, p adj., verdict."""
+    from shieldbench.cli._stats import _metric_row
+
+    target = console if out is None else out
+    t = Table(
+        title=f"Pairwise by {grouped.by} (a vs b; alpha {grouped.alpha:g}, {grouped.correction}"
+        f" correction across all {grouped.tests} tests)"
+    )
+    for name in (
+        grouped.by,
+        "a",
+        "b",
+        "metric",
+        "a",
+        "b",
+        "a - b (points) [CI]",
+        "both/only a/only b/neither",
+        "test",
+        "p",
+        "p adj.",
+        "a is",
+    ):
+        t.add_column(name, no_wrap=name in {"metric", "test", "a is"})
+    skipped = 0
+    for a, b, g in sorted(grouped.rows, key=lambda r: (r[2].group, r[0], r[1])):
+        verdicts = {v.metric: v for v in g.verdicts}
+        for m in (g.attacks, g.benign):
+            if not m.table.n:
+                skipped += 1
+                continue
+            v = verdicts[m.metric]
+            t.add_row(Text(g.group), *_metric_row(a, b, m, v.verdict, v.p_adjusted))
+    target.print(t)
+    target.print(
+        f"One family: every group x pair x metric with data ({grouped.tests} tests) is"
+        f" corrected together ({grouped.correction}), so a per-{grouped.by} verdict holds"
+        f" family-wise. {skipped} rows without samples (e.g. the FPR of an attack-only"
+        f" {grouped.by}) are left out: p = 1, outside the family.",
+        highlight=False,
+    )
