@@ -11,6 +11,7 @@ import sys
 # Command modules register their commands on import (one line each).
 # ruff: noqa: F401  (imported for their side effect: registering commands)
 import shieldbench.cli._attack  # attack, mutators, datasets mutate
+import shieldbench.cli._calibrate  # calibrate (threshold for a target FPR, policy)
 import shieldbench.cli._datasets  # datasets list/show/validate/overlap/sample
 import shieldbench.cli._defenses  # defenses list, check
 import shieldbench.cli._report  # report (re-render stored runs)
