@@ -171,7 +171,7 @@ def calibrate(
     ] = 0.01,
     check: Annotated[
         list[Path] | None,
-        typer.Option(help="Run file of the same defense on other data; repeatable."),
+        typer.Option(metavar="RUN", help="Run file of the same defense on other data; repeatable."),
     ] = None,
     max_fpr: Annotated[
         float | None,
