@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from shieldbench.attacks import load_attack, mutators
 from shieldbench.cli import app, main
 from shieldbench.datasets import load_dataset
-from shieldbench.defenses import build_defense
+from shieldbench.defenses import build_defense, registry
 
 runner = CliRunner()
 
@@ -119,3 +119,31 @@ def test_datasets_mutate_writes_a_tier(tmp_path: Path) -> None:
     again = tmp_path / "again.jsonl"
     assert runner.invoke(app, [*args[:-1], str(again)]).exit_code == 0
     assert again.read_bytes() == out.read_bytes()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif("semantic" not in registry, reason="the semantic defense is not registered")
+@pytest.mark.parametrize("spec", ["semantic", "any(pattern, semantic)"])
+def test_attack_runs_against_semantic_and_a_pipeline_from_the_cli(
+    spec: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "a"
+    args = [
+        "attack", "--defense", spec, "--dataset", "builtin:smoke", "--budget", "24",
+        "--rounds", "2", "--seed", "3", "--mutators", "encoding,framing", "--out", str(out),
+    ]  # fmt: skip
+    result = runner.invoke(app, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert f"open the HTML report: {out / 'report.html'}" in " ".join(result.output.split())
+    attack = load_attack(out / "attack.json")
+    assert attack.defense.spec == spec
+    assert attack.meta.strategy == "beam"  # both give scores
+    assert attack.counts.targets > 0
+    assert 0 < attack.counts.search_queries <= 24
+    assert attack.figures.adaptive_asr.k >= attack.figures.static_asr.k
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "ASR against search queries spent" in md
+    assert "| Mutator | Family | Keeps payload |" in md
+    defense = build_defense(spec)
+    for b in attack.bypasses:  # every reported bypass really gets through
+        assert not defense.check(b.text).blocked
