@@ -107,8 +107,16 @@ def _manifest(cfg: BenchmarkConfig, benchmark_id: str) -> dict[str, object]:
     }
 
 
-def _prepare_out(cfg: BenchmarkConfig, out: Path | None, resume: bool) -> tuple[Path, str]:
-    """The output folder and the benchmark id (new, or the resumed one's)."""
+def _prepare_out(
+    cfg: BenchmarkConfig, out: Path | None, resume: bool, *, explicit: Sequence[str] = ()
+) -> tuple[Path, str, BenchmarkConfig]:
+    """The output folder, the benchmark id (new, or the resumed one's) and the config.
+
+    On ``--resume`` the run settings stored in ``benchmark.json`` are used, so every
+    pair of the benchmark runs (and is reported) with the same ones; a setting in
+    ``explicit`` (given on the command line or in a config file) that differs from
+    the stored one is an error rather than a silent mix.
+    """
     target = out or cfg.out
     if resume:
         if target is None:
@@ -130,7 +138,19 @@ def _prepare_out(cfg: BenchmarkConfig, out: Path | None, resume: bool) -> tuple[
                     f" this command asks for {list(getattr(cfg, key))}. Resume with the same"
                     " specs, or start a new benchmark without --resume."
                 )
-        return target, str(old["id"])
+        stored = RunConfig.from_dict(old.get("run") or {})
+        changed = [
+            f"{key}={getattr(stored, key)!r} (asked: {getattr(cfg.run, key)!r})"
+            for key in explicit
+            if getattr(stored, key) != getattr(cfg.run, key)
+        ]
+        if changed:
+            raise RunError(
+                f"{manifest_path}: the interrupted benchmark ran with {', '.join(changed)};"
+                " resume without changing the run settings (the stored ones are used),"
+                " or start a new benchmark without --resume."
+            )
+        return target, str(old["id"]), replace(cfg, run=stored)
     from shieldbench.engine import new_run_id
 
     benchmark_id = new_run_id()
@@ -144,7 +164,7 @@ def _prepare_out(cfg: BenchmarkConfig, out: Path | None, resume: bool) -> tuple[
     (target / _MANIFEST).write_text(
         json.dumps(_manifest(cfg, benchmark_id), indent=1) + "\n", encoding="utf-8"
     )
-    return target, benchmark_id
+    return target, benchmark_id, cfg
 
 
 def _print_size_warnings(warnings: Sequence[SampleSizeWarning], margin: float) -> None:
@@ -299,7 +319,10 @@ def run(
     cfg = _resolve(config, defense or [], dataset or [], overrides, margin)
     datasets = _load_datasets(cfg.datasets, cfg.margin)
     built = {spec: build_defense(spec) for spec in cfg.defenses}
-    folder, benchmark_id = _prepare_out(cfg, out, resume)
+    explicit = [k for k, v in overrides.items() if v is not None]
+    if config is not None:
+        explicit = list(RunConfig.__dataclass_fields__)  # the file states every setting
+    folder, benchmark_id, cfg = _prepare_out(cfg, out, resume, explicit=explicit)
     console.print(f"writing to [bold]{folder}[/] (resume with --out {folder} --resume)")
     jobs = [
         _Job(i, d, ds)
