@@ -1,5 +1,8 @@
 """``run --resume`` keeps the interrupted benchmark's run settings for every pair.
 
+It also reuses a finished pair only when its dataset hash, defense spec and
+defense version still match.
+
 Before, a resume with other flags (``--error-policy``, ``--concurrency``) ran the
 remaining pairs with the new settings and the finished ones kept the old: the
 benchmark mixed error policies and then failed at the report. Now the settings in
@@ -39,6 +42,7 @@ def guard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
             class Guard:
                 name = "resume-guard"
+                version = os.environ.get("GUARD_VERSION")
 
                 def check(self, text):
                     with open(COUNTER, "a") as fh:
@@ -120,3 +124,25 @@ def test_resume_refuses_a_changed_setting(data: Path, tmp_path: Path, guard: Pat
         app, [*args, "--resume", "--error-policy", "fail_open"], env={"STOP_AFTER": "0"}
     )
     assert same.exit_code == 0, same.output
+
+
+def test_resume_reuses_a_finished_pair_only_for_the_same_defense_version(
+    data: Path, tmp_path: Path, guard: Path
+) -> None:
+    out = tmp_path / "out"
+    args = ["run", "-d", "python:resume_guard:build", "-D", f"jsonl:{data}"]
+    args += ["--out", str(out), "--warmup", "0"]
+    first = runner.invoke(app, args, env={"STOP_AFTER": "0", "GUARD_VERSION": "1"})
+    assert first.exit_code == 0, first.output
+    calls = len(guard.read_text())
+    again = runner.invoke(app, [*args, "--resume"], env={"STOP_AFTER": "0", "GUARD_VERSION": "1"})
+    assert again.exit_code == 0, again.output
+    assert "already done" in again.output
+    assert len(guard.read_text()) == calls
+    sys.modules.pop("resume_guard", None)  # the new version is read when the module loads
+    newer = runner.invoke(app, [*args, "--resume"], env={"STOP_AFTER": "0", "GUARD_VERSION": "2"})
+    assert newer.exit_code == 0, newer.output
+    assert "already done" not in newer.output
+    assert len(guard.read_text()) == calls + 12
+    (run_file,) = (out / "runs").glob("*.json")
+    assert load_run(run_file).defense.version == "2"

@@ -35,7 +35,7 @@ from shieldbench.datasets import (
     load_dataset,
     sample_size_warnings,
 )
-from shieldbench.defenses import Defense, build_defense
+from shieldbench.defenses import Defense, build_defense, defense_version
 from shieldbench.errors import ConfigError, RunError
 from shieldbench.runio import load_run, save_run
 from shieldbench.types import ERROR_POLICIES, Run, RunConfig
@@ -213,7 +213,11 @@ def _run_job(
     run_file = out / "runs" / f"{job.slug}.json"
     if run_file.exists():
         done = load_run(run_file)
-        if done.dataset.content_hash == dataset.content_hash and done.defense.spec == job.defense:
+        if (
+            done.dataset.content_hash == dataset.content_hash
+            and done.defense.spec == job.defense
+            and done.defense.version == defense_version(defense)
+        ):
             console.print(f"[dim]{job.defense} on {job.dataset}: already done, reusing {run_file}")
             return done
     checkpoint = out / "checkpoints" / f"{job.slug}.jsonl"
