@@ -27,8 +27,11 @@ $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
+# A second `make demo` (or one after Ctrl-C) resumes reports/demo: finished pairs whose
+# data and defense version are unchanged are reused, the rest run again.
 demo: $(VENV)/.installed
-	$(BIN)/shieldbench run --config configs/demo.yaml
+	$(BIN)/shieldbench run --config configs/demo.yaml \
+	  $(if $(wildcard reports/demo/benchmark.json),--resume)
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests benchmarks
