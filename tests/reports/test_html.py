@@ -166,6 +166,13 @@ def test_attack_section_shows_the_defense_version_escaped(attack_result: AttackR
     assert "version <code>&lt;b&gt;2.1&lt;/b&gt;</code>;" in html
 
 
+def test_attack_report_header_shows_the_environment(attack_result: AttackResult) -> None:
+    meta = replace(attack_result.meta, environment={"python": "CPython 3.11.9", "x": "<i>"})
+    html = render_html(build_report([], attack=replace(attack_result, meta=meta)))
+    assert "python <code>CPython 3.11.9</code>" in html
+    assert "x <code>&lt;i&gt;</code>" in html
+
+
 @pytest.mark.slow
 def test_rendering_is_deterministic(run_a: Run) -> None:
     report = build_report([run_a], generated_at=START)

@@ -246,3 +246,36 @@ def test_the_attacked_defense_version_is_in_the_header(attack_result: AttackResu
     doc = render_markdown(build_report([], attack=versioned, generated_at=WHEN))
     assert f"on defense keyword version {md_text('<b>2.1</b>|x*')} and dataset" in doc
     assert "<b>" not in MD.render(doc)
+
+
+def test_the_environment_of_the_attack_is_recorded_and_shown(
+    attack_result: AttackResult, tmp_path: Path
+) -> None:
+    env = attack_result.meta.environment
+    assert env["python"].split()[0] in {"CPython", "PyPy"}
+    assert env["cpu_count"].isdigit()
+    assert "shieldbench" in env
+    # It survives attack.json, and the Markdown names it (escaped: it is data).
+    path = tmp_path / "attack.json"
+    save_attack(attack_result, path)
+    assert load_attack(path).meta.environment == env
+    odd = dataclasses.replace(
+        attack_result,
+        meta=dataclasses.replace(attack_result.meta, environment={"platform": "<b>x</b>|y"}),
+    )
+    doc = render_markdown(build_report([], attack=odd, generated_at=WHEN))
+    assert f"Environment: platform {md_text('<b>x</b>|y')}." in doc
+    assert "<b>" not in MD.render(doc)
+
+
+def test_an_attack_file_without_environment_still_loads(
+    attack_result: AttackResult, tmp_path: Path
+) -> None:
+    data = attack_result.to_dict()
+    del data["meta"]["environment"]  # written before the field existed
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    old = load_attack(path)
+    assert old.meta.environment == {}
+    doc = render_markdown(build_report([], attack=old, generated_at=WHEN))
+    assert "Environment:" not in doc

@@ -17,6 +17,7 @@ from shieldbench.datasets import Dataset
 from shieldbench.defenses._protocol import Defense, defense_version
 from shieldbench.engine import new_run_id
 from shieldbench.engine._execute import check_defense
+from shieldbench.engine._run import environment
 from shieldbench.errors import ConfigError
 from shieldbench.metrics import effective_blocked, rate
 from shieldbench.types import DatasetInfo, DefenseInfo, RunConfig
@@ -161,6 +162,7 @@ def run_attack(
             finished=datetime.now(UTC),
             defense_s=clock.seconds,
             loop_s=max(elapsed - clock.seconds, 0.0),
+            environment=environment(defense),
         ),
     )
     if transfer:

@@ -8,7 +8,7 @@ are :class:`~shieldbench.metrics.Rate` values with Wilson 95% intervals.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -158,6 +158,8 @@ class AttackMeta:
 
     ``defense_s`` is wall time inside engine calls (static pass and search);
     ``loop_s`` the rest of the attack (mutation, bookkeeping), transfer excluded.
+    ``environment`` says where it ran (Python, platform, CPUs, versions), as in a
+    :class:`~shieldbench.types.Run`; results written before it existed read as empty.
     """
 
     id: str
@@ -166,6 +168,7 @@ class AttackMeta:
     finished: datetime
     defense_s: float
     loop_s: float
+    environment: Mapping[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -175,6 +178,7 @@ class AttackMeta:
             "finished": self.finished.isoformat(),
             "defense_s": self.defense_s,
             "loop_s": self.loop_s,
+            "environment": dict(self.environment),
         }
 
     @classmethod
@@ -186,6 +190,7 @@ class AttackMeta:
             finished=datetime.fromisoformat(data["finished"]),
             defense_s=float(data["defense_s"]),
             loop_s=float(data["loop_s"]),
+            environment={str(k): str(v) for k, v in data.get("environment", {}).items()},
         )
 
 

@@ -109,6 +109,7 @@ class AttackView:
     transfer: tuple[TransferRow, ...]
     defense_s: float
     loop_s: float
+    environment: Mapping[str, str]
 
     @property
     def subject(self) -> str:
@@ -188,6 +189,7 @@ def attack_view(data: Mapping[str, Any]) -> AttackView:
             ),
             defense_s=float(meta["defense_s"]),
             loop_s=float(meta["loop_s"]),
+            environment={str(k): str(v) for k, v in meta.get("environment", {}).items()},
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ConfigError(

@@ -32,6 +32,13 @@ MAX_CHAINS_SHOWN = 20
 CURVE_POINTS = 20
 
 
+def _environment_lines(view: AttackView) -> list[str]:
+    if not view.environment:
+        return []
+    items = "; ".join(f"{md_text(k)} {md_text(v)}" for k, v in sorted(view.environment.items()))
+    return ["", f"Environment: {items}."]
+
+
 def _rate_kn(r: Rate) -> Md:
     """``92.3% [75.9–97.9] (24/26)``: the rate, its interval, and the counts behind it."""
     return Md(f"{rate_text(r, n=False)} ({r.k}/{r.n})")
@@ -70,6 +77,7 @@ def _provenance(view: AttackView) -> list[str]:
         f" strategy {md_text(view.strategy)} (requested {st.get('strategy')}),"
         f" budget {st.get('budget')} search queries over {st.get('rounds')} rounds,"
         f" seed {st.get('seed')}, chains up to {st.get('max_depth')} mutators.",
+        *_environment_lines(view),
         "",
         f"{c.get('attacks', 0)} attack samples chosen ({c.get('excluded', 0)} excluded by"
         f" the error policy {md_text(policy)}, {c.get('static_errors', 0)} static errors);"
