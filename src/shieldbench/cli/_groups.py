@@ -16,7 +16,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from shieldbench.cli._app import console
@@ -107,28 +106,14 @@ def compare_all_groups(
 
 def print_grouped(grouped: GroupedComparisons, *, out: Console | None = None) -> None:
     """One table: group, a, b, metric, rates, difference, discordant pairs, p, p adj., verdict."""
-    from shieldbench.cli._stats import _metric_row
+    from shieldbench.cli._stats import _metric_row, pairs_table
 
     target = console if out is None else out
-    t = Table(
-        title=f"Pairwise by {grouped.by} (a vs b; alpha {grouped.alpha:g}, {grouped.correction}"
-        f" correction across all {grouped.tests} tests)"
+    t = pairs_table(
+        f"Pairwise by {grouped.by} (a vs b; alpha {grouped.alpha:g}, {grouped.correction}"
+        f" correction across all {grouped.tests} tests)",
+        first=grouped.by,
     )
-    for name in (
-        grouped.by,
-        "a",
-        "b",
-        "metric",
-        "a",
-        "b",
-        "a - b (points) [CI]",
-        "both/only a/only b/neither",
-        "test",
-        "p",
-        "p adj.",
-        "a is",
-    ):
-        t.add_column(name, no_wrap=name in {"metric", "test", "a is"})
     skipped = 0
     for a, b, g in sorted(grouped.rows, key=lambda r: (r[2].group, r[0], r[1])):
         verdicts = {v.metric: v for v in g.verdicts}

@@ -178,23 +178,33 @@ def _metric_row(a: str, b: str, m: PairedMetric, verdict: str, p_adj: float) -> 
     ]
 
 
+PAIR_COLUMNS = (
+    "a",
+    "b",
+    "metric",
+    "a",
+    "b",
+    "a - b (points) [CI]",
+    "both/only a/only b/neither",
+    "test",
+    "p",
+    "p adj.",
+    "a is",
+)
+"""Columns of a pairwise table, the order :func:`_metric_row` fills them in."""
+
+
+def pairs_table(title: str, *, first: str | None = None) -> Table:
+    """An empty pairwise table, with a leading ``first`` column (e.g. the group) if given."""
+    t = Table(title=title)
+    for name in (first, *PAIR_COLUMNS) if first else PAIR_COLUMNS:
+        t.add_column(name, no_wrap=name in {"metric", "test", "a is"})
+    return t
+
+
 def _pairs_table(cmp: Comparison) -> Table:
     s = cmp.settings
-    t = Table(title=f"Pairwise (a vs b; alpha {s.alpha:g}, {s.correction} correction)")
-    for name in (
-        "a",
-        "b",
-        "metric",
-        "a",
-        "b",
-        "a - b (points) [CI]",
-        "both/only a/only b/neither",
-        "test",
-        "p",
-        "p adj.",
-        "a is",
-    ):
-        t.add_column(name, no_wrap=name in {"metric", "test", "a is"})
+    t = pairs_table(f"Pairwise (a vs b; alpha {s.alpha:g}, {s.correction} correction)")
     for pair in cmp.pairs:
         v = {x.metric: x for x in pair.verdicts}
         for m in (pair.attacks, pair.benign):
