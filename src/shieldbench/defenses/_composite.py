@@ -202,6 +202,7 @@ class Composite:
 
     name: str
     version: str | None
+    check: Callable[[str], Verdict]  # each subclass defines it as a method
     check_batch: Callable[[Sequence[str]], list[Verdict]]
     acheck: Callable[[str], Awaitable[Verdict]]
 
@@ -223,9 +224,6 @@ class Composite:
     def children(self) -> tuple[Defense, ...]:
         """The child defenses, in spec order."""
         return self._children
-
-    def check(self, text: str) -> Verdict:
-        raise NotImplementedError
 
     def _check_batch(self, texts: Sequence[str]) -> list[Verdict]:
         return [self.check(t) for t in texts]
