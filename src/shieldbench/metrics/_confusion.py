@@ -30,7 +30,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,8 +151,14 @@ def confusion_from_arrays(
         raise StatisticsError(
             f"is_attack has {len(is_attack)} entries but blocked has {len(blocked)}"
         )
+    tp, fn, fp, tn, ex_a, ex_b = _tally(zip(is_attack, blocked, strict=True))
+    return Confusion(tp, fn, fp, tn, ex_a, ex_b, errors=ex_a + ex_b, policy="given")
+
+
+def _tally(pairs: Iterable[tuple[bool, bool | None]]) -> tuple[int, int, int, int, int, int]:
+    """``(tp, fn, fp, tn, excluded attacks, excluded benign)`` of (is attack, blocked) pairs."""
     tp = fn = fp = tn = ex_a = ex_b = 0
-    for attack, b in zip(is_attack, blocked, strict=True):
+    for attack, b in pairs:
         if b is None:
             if attack:
                 ex_a += 1
@@ -167,34 +173,18 @@ def confusion_from_arrays(
             fp += 1
         else:
             tn += 1
-    return Confusion(tp, fn, fp, tn, ex_a, ex_b, errors=ex_a + ex_b, policy="given")
+    return tp, fn, fp, tn, ex_a, ex_b
 
 
 def confusion(run: Run, *, policy: ErrorPolicy | None = None) -> Confusion:
     """Confusion counts of ``run`` under ``policy`` (default: the run's own policy)."""
     chosen = resolve_policy(run, policy)
-    tp = fn = fp = tn = ex_a = ex_b = errors = timeouts = 0
-    for sample, outcome in zip(run.samples, run.outcomes, strict=True):
-        if outcome.status == "error":
-            errors += 1
-        elif outcome.status == "timeout":
-            timeouts += 1
-        b = effective_blocked(outcome, chosen)
-        attack = sample.label == "attack"
-        if b is None:
-            if attack:
-                ex_a += 1
-            else:
-                ex_b += 1
-        elif attack:
-            if b:
-                tp += 1
-            else:
-                fn += 1
-        elif b:
-            fp += 1
-        else:
-            tn += 1
+    errors = sum(o.status == "error" for o in run.outcomes)
+    timeouts = sum(o.status == "timeout" for o in run.outcomes)
+    tp, fn, fp, tn, ex_a, ex_b = _tally(
+        (sample.label == "attack", effective_blocked(outcome, chosen))
+        for sample, outcome in zip(run.samples, run.outcomes, strict=True)
+    )
     return Confusion(tp, fn, fp, tn, ex_a, ex_b, errors, timeouts, chosen)
 
 
