@@ -5,19 +5,35 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import exc, func, select
 from sqlalchemy.orm import Session
 
 from shieldbench.alerts import Alert, Delivery
 from shieldbench.errors import StoreError
-from shieldbench.store._models import AlertRow, RunRow
+from shieldbench.store._git import git_info
+from shieldbench.store._models import AlertRow, AttackRow, RunRow
 from shieldbench.store._open import StoreEngine, open_engine, resolve_url
+from shieldbench.store._runs import RunInfo, filtered, insert_run, list_runs, read_run
+from shieldbench.types import Run
 
 __all__ = ["Store", "StoredAlert", "open_store"]
+
+Git = tuple[str | None, str | None]
+
+
+def _check_tags(tags: Mapping[str, str] | None) -> dict[str, str]:
+    checked = dict(tags or {})
+    for key, value in checked.items():
+        if not key or "=" in key or len(key) > 200 or len(str(value)) > 1000:
+            raise StoreError(
+                f"tag {key!r}={value!r}: a tag is KEY=VALUE, KEY non-empty without '='"
+                " (at most 200 characters; the value at most 1000)"
+            )
+    return {k: str(v) for k, v in checked.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +84,158 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # -- runs ---------------------------------------------------------------------
+
+    def add_run(
+        self,
+        run: Run,
+        *,
+        source: str = "run",
+        tags: Mapping[str, str] | None = None,
+        git: Git | None = None,
+    ) -> bool:
+        """Store ``run`` whole, in one transaction; ``False`` if it was already stored.
+
+        ``git`` is ``(commit, branch)``; ``None`` reads the working directory's (pass
+        ``(None, None)`` for a run from elsewhere, e.g. an imported file). The same
+        run (same id, defense, data and times) stored twice is kept once; another
+        run under a stored id is refused.
+        """
+        checked = _check_tags(tags)
+        found = git_info() if git is None else git
+        try:
+            return self._insert_run(run, source, checked, found)
+        except StoreError as error:
+            if not isinstance(error.__cause__, exc.IntegrityError):
+                raise
+            # a concurrent writer stored the same run between our look and our insert
+            return self._insert_run(run, source, checked, found)
+
+    def _insert_run(self, run: Run, source: str, tags: dict[str, str], git: Git) -> bool:
+        with self.session(write=True) as s:
+            return insert_run(s, run, source=source, tags=tags, git=git, where=self.url)
+
+    def get_run(self, run_id: str) -> Run:
+        """The stored run, rebuilt exactly as it was stored."""
+        with self.session() as s:
+            return read_run(s, self.resolve(run_id, session=s))
+
+    def runs(
+        self,
+        *,
+        defense: str | None = None,
+        dataset: str | None = None,
+        tags: Mapping[str, str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+    ) -> list[RunInfo]:
+        """Stored runs matching every filter, oldest first (the newest ``limit``)."""
+        query = filtered(defense=defense, dataset=dataset, tags=tags, since=since, until=until)
+        with self.session() as s:
+            return list_runs(s, query, limit=limit)
+
+    def resolve(
+        self, ref: str, *, dataset_hash: str | None = None, session: Session | None = None
+    ) -> str:
+        """The run id a reference names: an id (or a unique prefix of one),
+        ``latest:DEFENSE@DATASET`` (the newest run of that defense, by spec or name,
+        on that dataset, by spec or content hash) or ``tag:KEY=VALUE`` (the newest run
+        so tagged). With ``dataset_hash``, runs on that data are preferred."""
+        if session is None:
+            with self.session() as s:
+                return self.resolve(ref, dataset_hash=dataset_hash, session=s)
+        if ref.startswith("latest:"):
+            defense, at, dataset = ref[len("latest:") :].rpartition("@")
+            if not at or not defense or not dataset:
+                raise StoreError(
+                    f"{ref!r}: write latest:DEFENSE@DATASET, e.g. latest:pattern@builtin:core"
+                )
+            query = filtered(defense=defense, dataset=dataset)
+        elif ref.startswith("tag:"):
+            key, eq, value = ref[len("tag:") :].partition("=")
+            if not eq or not key:
+                raise StoreError(f"{ref!r}: write tag:KEY=VALUE, e.g. tag:release=1.2")
+            query = filtered(tags={key: value})
+        else:
+            exact = session.scalar(select(RunRow.run_id).where(RunRow.run_id == ref))
+            if exact is not None:
+                return exact
+            like = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            found = list(
+                session.scalars(
+                    select(RunRow.run_id)
+                    .where(RunRow.run_id.like(like + "%", escape="\\"))
+                    .limit(3)
+                )
+            )
+            if len(found) == 1:
+                return found[0]
+            if found:
+                raise StoreError(f"run id prefix {ref!r} is ambiguous: {', '.join(found)}, ...")
+            raise StoreError(f"{self.url}: no stored run with id {ref!r}")
+        rows = list(session.scalars(query.limit(200)))
+        if not rows:
+            raise StoreError(f"{self.url}: no stored run matches {ref!r}")
+        same = [r for r in rows if dataset_hash is not None and r.dataset_hash == dataset_hash]
+        return (same or rows)[0].run_id
+
+    # -- attacks --------------------------------------------------------------------
+
+    def add_attack(
+        self,
+        document: Mapping[str, Any],
+        *,
+        tags: Mapping[str, str] | None = None,
+        git: Git | None = None,
+    ) -> bool:
+        """Store an attack result (its ``to_dict()`` form); ``False`` if already stored."""
+        checked = _check_tags(tags)
+        try:
+            meta, defense, dataset = document["meta"], document["defense"], document["dataset"]
+            figures = document.get("figures") or {}
+            attack_id = str(meta["id"])
+            started = datetime.fromisoformat(meta["started"])
+            finished = datetime.fromisoformat(meta["finished"])
+            row = AttackRow(
+                attack_id=attack_id,
+                defense_spec=defense["spec"],
+                defense_name=defense["name"],
+                dataset_spec=dataset["spec"],
+                dataset_hash=dataset["content_hash"],
+                started=started if started.tzinfo else started.replace(tzinfo=UTC),
+                finished=finished if finished.tzinfo else finished.replace(tzinfo=UTC),
+                recorded=datetime.now(UTC),
+                static_asr=(figures.get("static_asr") or {}).get("value"),
+                adaptive_asr=(figures.get("adaptive_asr") or {}).get("value"),
+                queries=(document.get("counts") or {}).get("queries"),
+                git_commit=None,
+                git_branch=None,
+                tags=checked,
+                document=dict(document),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise StoreError(f"not an attack result ({type(error).__name__}: {error})") from None
+        row.git_commit, row.git_branch = git_info() if git is None else git
+        with self.session(write=True) as s:
+            if s.scalar(select(AttackRow.pk).where(AttackRow.attack_id == attack_id)):
+                return False
+            s.add(row)
+        return True
+
+    def get_attack(self, attack_id: str) -> dict[str, Any]:
+        """A stored attack result's document (``AttackResult.from_dict`` reads it)."""
+        with self.session() as s:
+            doc = s.scalar(select(AttackRow.document).where(AttackRow.attack_id == attack_id))
+        if doc is None:
+            raise StoreError(f"{self.url}: no stored attack with id {attack_id!r}")
+        return dict(doc)
+
+    def attack_ids(self) -> list[str]:
+        """Ids of the stored attacks, oldest first."""
+        with self.session() as s:
+            return list(s.scalars(select(AttackRow.attack_id).order_by(AttackRow.started)))
 
     # -- alerts -------------------------------------------------------------------
 

@@ -1,0 +1,420 @@
+"""Runs in and out of the history: store one whole, rebuild it exactly, list them.
+
+A run is written in one transaction: its row, its tags, its samples (once per
+distinct list of samples, shared by every run over it) and one compact outcome
+row per sample. Reading it back rebuilds a :class:`~shieldbench.types.Run` equal
+to the stored one, whose run file (:func:`shieldbench.runio.save_run`) is
+byte-identical to the original's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import numpy as np
+from sqlalchemy import Select, Table, insert, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from shieldbench.errors import StoreError
+from shieldbench.metrics import confusion, quantile_interval, rate
+from shieldbench.store._models import Base, OutcomeRow, RunRow, RunTagRow, SampleRow, SampleSetRow
+from shieldbench.types import (
+    DatasetInfo,
+    DefenseInfo,
+    Outcome,
+    Run,
+    RunConfig,
+    Sample,
+    Verdict,
+)
+
+__all__ = ["RunInfo", "insert_run", "list_runs", "read_run", "sample_digest"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """A stored run's description and headline figures (no outcomes), as listed.
+
+    Rates are under the run's own error policy with Wilson 95% intervals; latency
+    quantiles over ok outcomes with order-statistic intervals (``None`` when the
+    data cannot bound them).
+    """
+
+    id: str
+    source: str
+    defense_spec: str
+    defense_name: str
+    defense_version: str | None
+    dataset_spec: str
+    dataset_hash: str
+    n_samples: int
+    started: datetime
+    finished: datetime
+    recorded: datetime
+    git_commit: str | None
+    git_branch: str | None
+    tags: Mapping[str, str]
+    error_policy: str
+    n_attack: int
+    n_benign: int
+    n_errors: int
+    block_rate: tuple[float | None, float | None, float | None]
+    fpr: tuple[float | None, float | None, float | None]
+    p50_ms: float | None
+    p95_ms: tuple[float | None, float | None, float | None]
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "source": self.source,
+            "defense": {
+                "spec": self.defense_spec,
+                "name": self.defense_name,
+                "version": self.defense_version,
+            },
+            "dataset": {
+                "spec": self.dataset_spec,
+                "content_hash": self.dataset_hash,
+                "n_samples": self.n_samples,
+            },
+            "started": self.started.isoformat(),
+            "finished": self.finished.isoformat(),
+            "recorded": self.recorded.isoformat(),
+            "git": {"commit": self.git_commit, "branch": self.git_branch},
+            "tags": dict(self.tags),
+            "error_policy": self.error_policy,
+            "n_attack": self.n_attack,
+            "n_benign": self.n_benign,
+            "n_errors": self.n_errors,
+            "block_rate": _triple(self.block_rate),
+            "false_positive_rate": _triple(self.fpr),
+            "p50_ms": self.p50_ms,
+            "p95_ms": _triple(self.p95_ms),
+        }
+
+
+def _triple(t: tuple[float | None, float | None, float | None]) -> dict[str, float | None]:
+    return {"value": t[0], "ci_low": t[1], "ci_high": t[2]}
+
+
+def sample_digest(samples: Sequence[Sample]) -> str:
+    """Hex sha256 over every field of the samples, metadata included, in order."""
+    records = [
+        [s.id, s.text, s.label, s.category, s.subcategory, s.severity, s.tier, s.source, s.metadata]
+        for s in samples
+    ]
+    payload = json.dumps(
+        records, default=dict, ensure_ascii=False, separators=(",", ":"), sort_keys=True
+    )
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _figures(run: Run) -> dict[str, Any]:
+    counts = confusion(run)
+    block = rate(counts.tp, counts.n_attacks)
+    fpr = rate(counts.fp, counts.n_benign)
+    latencies = np.fromiter(
+        (o.latency_ms for o in run.outcomes if o.status == "ok" and o.latency_ms is not None),
+        dtype=float,
+    )
+    p50 = quantile_interval(latencies, 0.5)
+    p95 = quantile_interval(latencies, 0.95)
+    return {
+        "error_policy": counts.policy,
+        "n_attack": counts.n_attacks + counts.excluded_attacks,
+        "n_benign": counts.n_benign + counts.excluded_benign,
+        "n_errors": counts.errors + counts.timeouts,
+        "block_rate": block.value,
+        "block_low": block.ci_low if block.value is not None else None,
+        "block_high": block.ci_high if block.value is not None else None,
+        "fpr": fpr.value,
+        "fpr_low": fpr.ci_low if fpr.value is not None else None,
+        "fpr_high": fpr.ci_high if fpr.value is not None else None,
+        "p50_ms": p50.value,
+        "p95_ms": p95.value,
+        "p95_low": p95.ci_low,
+        "p95_high": p95.ci_high,
+    }
+
+
+def _insert_ignore(session: Session, values: dict[str, Any]) -> bool:
+    """Insert a sample set unless its digest exists (concurrent writers too);
+    ``True`` if this call inserted it."""
+    dialect = session.get_bind().dialect.name
+    module: Any = postgresql if dialect == "postgresql" else sqlite
+    table = _table(SampleSetRow)
+    stmt = module.insert(table).values(**values).on_conflict_do_nothing()
+    return session.execute(stmt.returning(table.c.digest)).first() is not None
+
+
+def _table(model: type[Base]) -> Table:
+    """The Core table of a model: bulk inserts take column names, and skip the ORM."""
+    return cast(Table, model.__table__)
+
+
+def _sample_rows(digest: str, samples: Sequence[Sample]) -> list[dict[str, Any]]:
+    return [
+        {
+            "set_digest": digest,
+            "position": i,
+            "sample_id": s.id,
+            "text": s.text,
+            "label": s.label,
+            "category": s.category,
+            "subcategory": s.subcategory,
+            "severity": s.severity,
+            "tier": s.tier,
+            "source": s.source,
+            "metadata": dict(s.metadata) or None,
+        }
+        for i, s in enumerate(samples)
+    ]
+
+
+def _outcome_rows(run_pk: int, outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
+    rows = []
+    for i, o in enumerate(outcomes):
+        v = o.verdict
+        rows.append(
+            {
+                "run_pk": run_pk,
+                "position": i,
+                "status": o.status,
+                "blocked": None if v is None else v.blocked,
+                "score": None if v is None else v.score,
+                "latency_ms": o.latency_ms,
+                "attempts": o.attempts,
+                "verdict_label": None if v is None else v.label,
+                "reasons": list(v.reasons) if v is not None and v.reasons else None,
+                "details": dict(v.details) if v is not None and v.details else None,
+                "error": o.error,
+            }
+        )
+    return rows
+
+
+def _same_run(row: RunRow, run: Run) -> bool:
+    return (
+        row.defense_spec == run.defense.spec
+        and row.dataset_hash == run.dataset.content_hash
+        and row.n_samples == len(run.samples)
+        and row.extra.get("started") == run.started.isoformat()
+        and row.extra.get("finished") == run.finished.isoformat()
+    )
+
+
+def insert_run(
+    session: Session,
+    run: Run,
+    *,
+    source: str,
+    tags: Mapping[str, str],
+    git: tuple[str | None, str | None],
+    where: str,
+) -> bool:
+    """Add ``run`` in the session's transaction; ``False`` when it is already stored."""
+    existing = session.scalar(select(RunRow).where(RunRow.run_id == run.id))
+    if existing is not None:
+        if not _same_run(existing, run):
+            raise StoreError(
+                f"{where}: another run with id {run.id!r} is already stored"
+                f" ({existing.defense_spec} on {existing.dataset_spec}, started"
+                f" {existing.extra.get('started')}); refusing to mix them"
+            )
+        return False
+    digest = sample_digest(run.samples)
+    if _insert_ignore(session, {"digest": digest, "n": len(run.samples)}):
+        session.execute(insert(_table(SampleRow)), _sample_rows(digest, run.samples))
+    row = RunRow(
+        run_id=run.id,
+        source=source,
+        defense_spec=run.defense.spec,
+        defense_name=run.defense.name,
+        defense_version=run.defense.version,
+        dataset_spec=run.dataset.spec,
+        dataset_hash=run.dataset.content_hash,
+        n_samples=run.dataset.n_samples,
+        sample_set=digest,
+        config=run.config.to_dict(),
+        environment=dict(run.environment),
+        extra={
+            "started": run.started.isoformat(),
+            "finished": run.finished.isoformat(),
+            "schema_version": run.schema_version,
+            "dataset_sources": [list(s) for s in run.dataset.sources],
+        },
+        git_commit=git[0],
+        git_branch=git[1],
+        started=_aware(run.started),
+        finished=_aware(run.finished),
+        recorded=datetime.now(UTC),
+        **_figures(run),
+    )
+    session.add(row)
+    session.flush()
+    if tags:
+        session.execute(
+            insert(_table(RunTagRow)),
+            [{"run_pk": row.pk, "key": k, "value": v} for k, v in tags.items()],
+        )
+    if run.outcomes:
+        session.execute(insert(_table(OutcomeRow)), _outcome_rows(row.pk, run.outcomes))
+    return True
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def read_run(session: Session, run_id: str) -> Run:
+    """Rebuild the stored run ``run_id`` exactly; :class:`StoreError` when absent."""
+    row = session.scalar(select(RunRow).where(RunRow.run_id == run_id))
+    if row is None:
+        raise StoreError(f"no stored run with id {run_id!r}")
+    samples = tuple(
+        Sample(
+            id=s.sample_id,
+            text=s.text,
+            label=s.label,  # type: ignore[arg-type]  # written from a Sample
+            category=s.category,
+            subcategory=s.subcategory,
+            severity=s.severity,  # type: ignore[arg-type]
+            tier=s.tier,  # type: ignore[arg-type]
+            source=s.origin,
+            metadata=s.meta or {},
+        )
+        for s in session.scalars(
+            select(SampleRow)
+            .where(SampleRow.set_digest == row.sample_set)
+            .order_by(SampleRow.position)
+        )
+    )
+    outcomes = []
+    query = (
+        select(
+            OutcomeRow.position,
+            OutcomeRow.status,
+            OutcomeRow.blocked,
+            OutcomeRow.score,
+            OutcomeRow.latency_ms,
+            OutcomeRow.attempts,
+            OutcomeRow.verdict_label,
+            OutcomeRow.reasons,
+            OutcomeRow.details,
+            OutcomeRow.error,
+        )
+        .where(OutcomeRow.run_pk == row.pk)
+        .order_by(OutcomeRow.position)
+    )
+    for o in session.execute(query):
+        verdict = None
+        if o.status == "ok":
+            verdict = Verdict(
+                blocked=bool(o.blocked),
+                score=o.score,
+                label=o.verdict_label,
+                reasons=tuple(o.reasons or ()),
+                details=o.details or {},
+            )
+        outcomes.append(
+            Outcome(
+                sample_id=samples[o.position].id,
+                verdict=verdict,
+                status=o.status,
+                error=o.error,
+                latency_ms=o.latency_ms,
+                attempts=o.attempts,
+            )
+        )
+    extra = row.extra
+    return Run(
+        id=row.run_id,
+        defense=DefenseInfo(row.defense_spec, row.defense_name, row.defense_version),
+        dataset=DatasetInfo(
+            row.dataset_spec,
+            row.dataset_hash,
+            row.n_samples,
+            tuple((str(a), str(b)) for a, b in extra.get("dataset_sources") or ()),
+        ),
+        config=RunConfig.from_dict(row.config),
+        samples=samples,
+        outcomes=tuple(outcomes),
+        started=datetime.fromisoformat(extra["started"]),
+        finished=datetime.fromisoformat(extra["finished"]),
+        environment=row.environment,
+        schema_version=int(extra.get("schema_version", 1)),
+    )
+
+
+def _info(row: RunRow, tags: Mapping[str, str]) -> RunInfo:
+    return RunInfo(
+        id=row.run_id,
+        source=row.source,
+        defense_spec=row.defense_spec,
+        defense_name=row.defense_name,
+        defense_version=row.defense_version,
+        dataset_spec=row.dataset_spec,
+        dataset_hash=row.dataset_hash,
+        n_samples=row.n_samples,
+        started=row.started,
+        finished=row.finished,
+        recorded=row.recorded,
+        git_commit=row.git_commit,
+        git_branch=row.git_branch,
+        tags=dict(tags),
+        error_policy=row.error_policy,
+        n_attack=row.n_attack,
+        n_benign=row.n_benign,
+        n_errors=row.n_errors,
+        block_rate=(row.block_rate, row.block_low, row.block_high),
+        fpr=(row.fpr, row.fpr_low, row.fpr_high),
+        p50_ms=row.p50_ms,
+        p95_ms=(row.p95_ms, row.p95_low, row.p95_high),
+        extra=row.extra,
+    )
+
+
+def filtered(
+    *,
+    defense: str | None = None,
+    dataset: str | None = None,
+    tags: Mapping[str, str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> Select[RunRow]:
+    """The runs matching every given filter (a defense by spec or name, a dataset by
+    spec or content hash, every tag), newest first."""
+    query = select(RunRow)
+    if defense is not None:
+        query = query.where((RunRow.defense_spec == defense) | (RunRow.defense_name == defense))
+    if dataset is not None:
+        query = query.where((RunRow.dataset_spec == dataset) | (RunRow.dataset_hash == dataset))
+    for key, value in (tags or {}).items():
+        tagged = select(RunTagRow.run_pk).where(RunTagRow.key == key, RunTagRow.value == value)
+        query = query.where(RunRow.pk.in_(tagged))
+    if since is not None:
+        query = query.where(RunRow.started >= _aware(since))
+    if until is not None:
+        query = query.where(RunRow.started <= _aware(until))
+    return query.order_by(RunRow.started.desc(), RunRow.pk.desc())
+
+
+def list_runs(
+    session: Session, query: Select[RunRow], *, limit: int | None = None
+) -> list[RunInfo]:
+    """The matching runs, oldest first (the newest ``limit`` when given)."""
+    rows = list(session.scalars(query if limit is None else query.limit(limit)))
+    tags: dict[int, dict[str, str]] = {}
+    if rows:
+        for t in session.scalars(
+            select(RunTagRow).where(RunTagRow.run_pk.in_([r.pk for r in rows]))
+        ):
+            tags.setdefault(t.run_pk, {})[t.key] = t.value
+    return [_info(r, tags.get(r.pk, {})) for r in reversed(rows)]
