@@ -22,3 +22,16 @@ def shared_datasets() -> Path:
     if not SHARED_DATASETS.is_dir():
         pytest.skip(f"shared datasets not found at {SHARED_DATASETS}")
     return SHARED_DATASETS
+
+
+@pytest.fixture(scope="session")
+def _session_history(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("history") / "history.db"
+
+
+@pytest.fixture(autouse=True)
+def _history_db(monkeypatch: pytest.MonkeyPatch, _session_history: Path) -> None:
+    """``run``, ``compare`` and ``attack`` record into a history by default: point it at
+    a session-wide temporary file, never at ``.shieldbench/`` of the working directory.
+    Tests about the default location unset ``SHIELDBENCH_DB`` themselves."""
+    monkeypatch.setenv("SHIELDBENCH_DB", str(_session_history))

@@ -22,6 +22,14 @@ from rich.text import Text
 from shieldbench.attacks import FAMILIES, STRATEGIES, AttackSettings, mutators, resolve_mutators
 from shieldbench.cli._app import app, console, datasets_app, err_console
 from shieldbench.cli._report import print_report_paths
+from shieldbench.cli._store import (
+    DbOption,
+    NoStoreOption,
+    TagOption,
+    open_cli_store,
+    parse_tags,
+    record,
+)
 from shieldbench.datasets import load_dataset
 from shieldbench.defenses import Defense, build_defense
 from shieldbench.errors import ConfigError
@@ -119,6 +127,9 @@ def attack(
             min=0, help="Example bypasses per attack category in report.md (HTML, JSON: more)."
         ),
     ] = 5,
+    db: DbOption = None,
+    no_store: NoStoreOption = False,
+    tag: TagOption = None,
 ) -> None:
     """Attack a defense adaptively: mutate the attacks it blocks until they get through,
     within a query budget; report static vs adaptive ASR, ASR per query, what worked."""
@@ -156,6 +167,8 @@ def attack(
         warmup=0,
         batch_size=batch_size,
     )
+    tags = parse_tags(tag)
+    store = None if no_store else open_cli_store(db)
     data = load_dataset(dataset)
     built: list[Defense] = []
     try:
@@ -192,6 +205,7 @@ def attack(
     for kind, path in paths.items():
         console.print(f"{kind:>9}: {path}", highlight=False)
     print_report_paths(write_reports(build_report([], attack=result, examples=examples), out))
+    record(store, [], source="attack", tags=tags, attacks=[result.to_dict()])
 
 
 @app.command("mutators")

@@ -28,6 +28,15 @@ from rich.table import Table
 
 from shieldbench.cli._app import app, console, err_console
 from shieldbench.cli._stats import format_rate, print_comparison
+from shieldbench.cli._store import (
+    DbOption,
+    NoStoreOption,
+    TagOption,
+    lock_folder,
+    open_cli_store,
+    parse_tags,
+    record,
+)
 from shieldbench.config import BenchmarkConfig, load_config
 from shieldbench.datasets import (
     Dataset,
@@ -277,6 +286,7 @@ def _summary_table(dataset: str, summaries: Sequence[RunSummary]) -> Table:
 
 @app.command("run")
 def run(
+    ctx: typer.Context,
     defense: Annotated[
         list[str] | None, typer.Option("--defense", "-d", help="Defense spec (repeatable).")
     ] = None,
@@ -303,6 +313,9 @@ def run(
     margin: Annotated[
         float | None, typer.Option(help="Warn when a category is too small for this margin.")
     ] = None,
+    db: DbOption = None,
+    no_store: NoStoreOption = False,
+    tag: TagOption = None,
 ) -> None:
     """Benchmark defenses on datasets: terminal summary, run files and reports."""
     from shieldbench.metrics import compare_runs, summarize
@@ -321,11 +334,14 @@ def run(
         "batch_size": batch_size,
     }
     cfg = _resolve(config, defense or [], dataset or [], overrides, margin)
+    tags = parse_tags(tag)
+    store = None if no_store else open_cli_store(db, ctx)
     datasets = _load_datasets(cfg.datasets, cfg.margin)
     built = {spec: build_defense(spec) for spec in cfg.defenses}
     explicit = [k for k, v in overrides.items() if v is not None]
     if config is not None:
         explicit = list(RunConfig.__dataclass_fields__)  # the file states every setting
+    lock_folder(ctx, out or cfg.out)  # held until the command ends
     folder, benchmark_id, cfg = _prepare_out(cfg, out, resume, explicit=explicit)
     console.print(f"writing to [bold]{folder}[/] (resume with --out {folder} --resume)")
     jobs = [
@@ -355,3 +371,4 @@ def run(
         console.print(f"{fmt:>4} report: {path}", highlight=False)
     if "html" in paths:
         console.print(f"open the HTML report: [bold]{paths['html']}[/]")
+    record(store, runs, source="run", tags=tags)

@@ -20,6 +20,14 @@ from rich.text import Text
 
 from shieldbench.cli._app import app, console
 from shieldbench.cli._report import output_id, print_report_paths
+from shieldbench.cli._store import (
+    DbOption,
+    NoStoreOption,
+    TagOption,
+    open_cli_store,
+    parse_tags,
+    record,
+)
 from shieldbench.errors import ConfigError, StatisticsError
 from shieldbench.runio import load_run
 
@@ -335,6 +343,9 @@ def compare(
             " source (one correction across all groups and pairs; in --json as by_group)."
         ),
     ] = None,
+    db: DbOption = None,
+    no_store: NoStoreOption = False,
+    tag: TagOption = None,
 ) -> None:
     """Leaderboard and paired significance tests of runs on the same dataset; writes the
     JSON, Markdown and HTML reports and prints their paths."""
@@ -347,7 +358,9 @@ def compare(
     runs = _run_files(runs)
     if len(runs) < 2:
         raise ConfigError("compare needs at least two run files")
+    tags = parse_tags(tag)
     loaded = [load_run(p) for p in runs]
+    store = None if no_store else open_cli_store(db)
     cmp = compare_runs(
         loaded,
         alpha=alpha,
@@ -388,3 +401,4 @@ def compare(
         policy=policy,  # type: ignore[arg-type]
     )
     print_report_paths(write_reports(report, folder))
+    record(store, loaded, source="compare", tags=tags)
