@@ -44,7 +44,7 @@ class _Refs:
         if Path(ref).is_file() or _looks_like_file(ref):
             return load_run(ref)
         if self._store is None:
-            self._store = open_cli_store(self._db, self._ctx)
+            self._store = open_cli_store(self._db, self._ctx, create=False)
         return self._store.get_run(self._store.resolve(ref, dataset_hash=dataset_hash))
 
 

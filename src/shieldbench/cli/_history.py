@@ -94,7 +94,7 @@ def history(
     if ctx.invoked_subcommand is not None:
         ctx.obj = db
         return
-    store = open_cli_store(db, ctx)
+    store = open_cli_store(db, ctx, create=False)
     rows = store.runs(
         defense=defense, dataset=dataset, tags=parse_tags(tag), since=_since(since), limit=limit
     )
@@ -116,7 +116,7 @@ def show(
     db: DbOption = None,
 ) -> None:
     """One stored run: what ran, where, and its figures."""
-    store = open_cli_store(_db(ctx, db), ctx)
+    store = open_cli_store(_db(ctx, db), ctx, create=False)
     found = store.resolve(run_id)
     (info,) = [r for r in store.runs() if r.id == found]
     typer.echo(json.dumps(info.to_dict(), indent=1))
@@ -132,7 +132,7 @@ def export(
     """Write a stored run back out as a run file, identical to the original."""
     from shieldbench.runio import save_run
 
-    store = open_cli_store(_db(ctx, db), ctx)
+    store = open_cli_store(_db(ctx, db), ctx, create=False)
     path = save_run(store.get_run(run_id), out)
     console.print(f"run {escape(run_id)} written to {escape(str(path))}", highlight=False)
 

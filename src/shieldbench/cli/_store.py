@@ -60,12 +60,14 @@ def parse_tags(values: Sequence[str] | None, *, option: str = "--tag") -> dict[s
     return tags
 
 
-def open_cli_store(db: str | None, ctx: typer.Context | None = None) -> Store:
+def open_cli_store(
+    db: str | None, ctx: typer.Context | None = None, *, create: bool = True
+) -> Store:
     """Open the history, saying where it is the first time it is created (closed with
-    the command's ``ctx`` when given)."""
+    the command's ``ctx`` when given; ``create=False`` for commands that only read)."""
     from shieldbench.store import open_store
 
-    store = open_store(db)
+    store = open_store(db, create=create)
     if ctx is not None:
         ctx.call_on_close(store.close)
     if store.created:

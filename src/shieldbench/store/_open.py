@@ -149,13 +149,23 @@ def _reason(error: exc.DBAPIError) -> str:
     return text[0] if text else type(error.orig).__name__
 
 
-def open_engine(url: URL, *, busy_timeout_s: float = 10.0, migrate: bool = True) -> StoreEngine:
-    """Connect, check the schema revision and migrate; :class:`StoreError` on failure."""
+def open_engine(
+    url: URL, *, busy_timeout_s: float = 10.0, migrate: bool = True, create: bool = True
+) -> StoreEngine:
+    """Connect, check the schema revision and migrate; :class:`StoreError` on failure.
+
+    ``create=False`` refuses to create a missing SQLite file (for commands that only
+    read the history)."""
     where = display_url(url)
     created = False
     if url.get_backend_name() == "sqlite":
         path = Path(str(url.database))
         created = not path.exists()
+        if created and not create:
+            raise StoreError(
+                f"{where}: no history here yet (run, compare and attack record into it;"
+                " --db or SHIELDBENCH_DB names another)"
+            )
         if created:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)

@@ -320,13 +320,15 @@ def open_store(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     busy_timeout_s: float = 10.0,
+    create: bool = True,
 ) -> Store:
     """Open (creating and migrating as needed) the history database.
 
     ``db`` is a URL or a SQLite file path; ``None`` reads ``SHIELDBENCH_DB``, then
     falls back to ``.shieldbench/history.db`` under ``cwd`` (the working directory).
     Raises :class:`~shieldbench.errors.StoreError` with one line naming the database
-    when it cannot connect, is not a history, or was written by a newer shieldbench.
+    when it cannot connect, is not a history, or was written by a newer shieldbench;
+    with ``create=False`` also when the SQLite file does not exist yet.
     """
     url, _default = resolve_url(db, env=env, cwd=cwd)
-    return Store(open_engine(url, busy_timeout_s=busy_timeout_s))
+    return Store(open_engine(url, busy_timeout_s=busy_timeout_s, create=create))
