@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-# A real PostgreSQL server and the ``store_url`` fixture (SQLite and PostgreSQL).
-pytest_plugins = ["tests._postgres"]
+# A real PostgreSQL server, the ``store_url`` fixture (SQLite and PostgreSQL), and a
+# recording webhook receiver on loopback (``webhook``).
+pytest_plugins = ["tests._postgres", "tests._webhook"]
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

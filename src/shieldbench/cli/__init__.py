@@ -16,6 +16,7 @@ import shieldbench.cli._datasets  # datasets list/show/validate/overlap/sample
 import shieldbench.cli._defenses  # defenses list, check
 import shieldbench.cli._gate  # gate (CI: candidate vs baseline)
 import shieldbench.cli._history  # history list/show/export/import
+import shieldbench.cli._monitor  # monitor (scheduled re-runs, alerts)
 import shieldbench.cli._report  # report (re-render stored runs)
 import shieldbench.cli._run  # run (benchmark defenses on datasets)
 import shieldbench.cli._stats  # plan, compare
