@@ -99,7 +99,7 @@ class Monitor:
         refs: list[tuple[str, list[Run]]] = []
         if c.last and earlier:
             refs.append(("last run", [get(earlier[0])]))
-        if c.window and (len(earlier) > 1 or not c.last and earlier):  # one run: "last" says it
+        if c.window and (len(earlier) > 1 or (not c.last and earlier)):  # one run: "last" says it
             refs.append((f"last {c.window} runs", [get(i) for i in earlier[: c.window]]))
         if c.baseline:
             base = self.store.resolve(c.baseline, dataset_hash=run.dataset.content_hash)
