@@ -159,3 +159,44 @@ def test_the_lock_of_a_killed_run_is_taken_over(tmp_path: Path) -> None:
         " ".join(done.stderr.split())
     )
     assert not (out / LOCK_NAME).exists()  # released at the end
+
+
+def test_trend_marks_the_significant_change(tmp_path: Path) -> None:
+    from dataclasses import replace
+    from datetime import timedelta
+
+    from shieldbench.datasets import load_dataset
+    from shieldbench.defenses import build_defense
+    from shieldbench.engine import run_defense
+    from shieldbench.types import Verdict
+
+    base = run_defense(build_defense("pattern"), load_dataset("builtin:core"), run_id="t0")
+    worse = tuple(
+        replace(o, verdict=Verdict(False, 0.0))
+        if s.is_attack and o.verdict is not None and o.verdict.blocked and i % 2
+        else o
+        for i, (s, o) in enumerate(base.pairs())
+    )
+    db = str(tmp_path / "h.db")
+    with open_store(db) as store:
+        for k, outcomes in enumerate((base.outcomes, base.outcomes, worse)):
+            later = base.started + timedelta(days=k)
+            run = replace(base, id=f"t{k}", outcomes=outcomes, started=later, finished=later)
+            store.add_run(run, tags={"build": str(k)}, git=(None, None))
+    page = tmp_path / "trend.html"
+    done = runner.invoke(
+        app,
+        ["history", "trend", "--defense", "pattern", "--dataset", "builtin:core",
+         "--out", str(page), "--db", db],
+    )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert "trend of 3 runs (1 with a significant change)" in " ".join(done.output.split())
+    text = page.read_text(encoding="utf-8")
+    assert text.count("<svg") == 3
+    assert "<script" not in text
+    rows = text.split("<tr>")[2:]
+    assert ["<td>block rate</td></tr>" in r for r in rows] == [False, False, True]
+    missing = runner.invoke(
+        app, ["history", "trend", "--defense", "x", "--dataset", "y", "--db", db]
+    )
+    assert missing.exit_code != 0

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["history_app"]
 
 history_app = typer.Typer(
-    help="Runs kept over time: list, show, export, import.", invoke_without_command=True
+    help="Runs kept over time: list, show, export, import, trend.", invoke_without_command=True
 )
 app.add_typer(history_app, name="history")
 
@@ -181,5 +181,37 @@ def import_(
     console.print(
         f"imported {new} new of {len(runs) + len(attacks)} into {escape(store.url)}"
         f" ({len(runs) + len(attacks) - new} already stored)",
+        highlight=False,
+    )
+
+
+@history_app.command("trend")
+def trend(
+    ctx: typer.Context,
+    defense: Annotated[str, typer.Option(help="Defense (spec or name).")],
+    dataset: Annotated[str, typer.Option(help="Dataset (spec or content hash).")],
+    out: Annotated[Path, typer.Option(help="HTML file to write.")] = Path("trend.html"),
+    tag: TagOption = None,
+    since: Annotated[str | None, typer.Option(help="Only runs started on or after.")] = None,
+    limit: Annotated[int, typer.Option(min=1, help="The newest N runs.")] = 1000,
+    db: DbOption = None,
+) -> None:
+    """An HTML page of block rate, FPR and p95 latency over time, with intervals and
+    the significant changes marked."""
+    from shieldbench.trend import render_trend, trend_points
+
+    store = open_cli_store(_db(ctx, db), ctx, create=False)
+    rows = store.runs(
+        defense=defense, dataset=dataset, tags=parse_tags(tag), since=_since(since), limit=limit
+    )
+    if not rows:
+        raise ConfigError(f"no stored runs of {defense!r} on {dataset!r} in {store.url}")
+    points = trend_points(rows)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_trend(points, title=f"{defense} on {dataset}"), encoding="utf-8")
+    marked = sum(p.block_changed or p.fpr_changed for p in points)
+    console.print(
+        f"trend of {len(points)} runs ({marked} with a significant change) written to"
+        f" {escape(str(out))}",
         highlight=False,
     )

@@ -127,6 +127,12 @@ def _figures(run: Run) -> dict[str, Any]:
     p50 = quantile_interval(latencies, 0.5)
     p95 = quantile_interval(latencies, 0.95)
     return {
+        "counts": {
+            "tp": counts.tp,
+            "attacks": counts.n_attacks,
+            "fp": counts.fp,
+            "benign": counts.n_benign,
+        },
         "error_policy": counts.policy,
         "n_attack": counts.n_attacks + counts.excluded_attacks,
         "n_benign": counts.n_benign + counts.excluded_benign,
@@ -229,6 +235,7 @@ def insert_run(
                 f" {existing.extra.get('started')}); refusing to mix them"
             )
         return False
+    figures = _figures(run)
     digest = sample_digest(run.samples)
     if _insert_ignore(session, {"digest": digest, "n": len(run.samples)}):
         session.execute(insert(_table(SampleRow)), _sample_rows(digest, run.samples))
@@ -249,13 +256,14 @@ def insert_run(
             "finished": run.finished.isoformat(),
             "schema_version": run.schema_version,
             "dataset_sources": [list(s) for s in run.dataset.sources],
+            "counts": figures.pop("counts"),  # rate numerators/denominators, for trends
         },
         git_commit=git[0],
         git_branch=git[1],
         started=_aware(run.started),
         finished=_aware(run.finished),
         recorded=datetime.now(UTC),
-        **_figures(run),
+        **figures,
     )
     session.add(row)
     session.flush()
