@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from shieldbench.cli._app import app, console
 from shieldbench.cli._store import DbOption, open_cli_store
@@ -128,24 +127,9 @@ def gate(
         f" {escape(cand.dataset.spec)}, error policy {result.policy}",
         highlight=False,
     )
-    table = Table(show_header=True, highlight=False)
-    for name in ("verdict", "check", "figure", "limit", "test", "p"):
-        table.add_column(name, overflow="fold")
-    from shieldbench.gate._render import figure, limit
-
     for c in result.checks:
-        table.add_row(
-            "[green]PASS[/]" if c.passed else "[red]FAIL[/]",
-            escape(c.name),
-            escape(figure(c)),
-            escape(limit(c)),
-            escape(c.test),
-            "–" if c.p_value is None else f"{c.p_value:.4g}",
-        )
-    console.print(table)
-    for c in result.checks:
-        if not c.passed:
-            console.print(f"[red]{escape(check_line(c))}[/]", highlight=False)
+        color = "green" if c.passed else "red"
+        console.print(f"[{color}]{escape(check_line(c))}[/]", highlight=False)
     outputs = {junit: junit_xml(result), summary: markdown_summary(result)}
     if json_out is not None:
         outputs[json_out] = json.dumps(result.to_dict(), indent=1) + "\n"

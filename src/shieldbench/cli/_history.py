@@ -56,22 +56,23 @@ def _since(text: str | None) -> datetime | None:
 
 def _table(rows: list[RunInfo]) -> Table:
     t = Table(title="Run history (95% intervals)", title_justify="left", highlight=False)
-    for name in ("id", "started (UTC)", "defense", "dataset", "block rate", "FPR", "p95 ms"):
-        t.add_column(name, overflow="fold")
-    t.add_column("n", justify="right")
-    t.add_column("errors", justify="right")
+    t.add_column("id", overflow="fold", min_width=12)
+    t.add_column("started (UTC)", overflow="fold", min_width=10)
+    t.add_column("defense @ dataset", overflow="fold", min_width=12)
+    for name in ("block rate", "FPR"):
+        t.add_column(name, overflow="fold", min_width=12)
+    t.add_column("p95 ms", overflow="fold", min_width=10)
+    t.add_column("n / errors", justify="right")
     t.add_column("tags", overflow="fold")
     for r in rows:
         t.add_row(
             escape(r.id),
             r.started.strftime("%Y-%m-%d %H:%M"),
-            escape(r.defense_spec),
-            escape(r.dataset_spec),
+            escape(f"{r.defense_spec} @ {r.dataset_spec}"),
             _pct(r.block_rate),
             _pct(r.fpr),
             _ms(r.p95_ms),
-            str(r.n_samples),
-            str(r.n_errors),
+            f"{r.n_samples} / {r.n_errors}",
             escape(" ".join(f"{k}={v}" for k, v in sorted(r.tags.items()))),
         )
     return t
