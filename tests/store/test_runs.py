@@ -114,14 +114,14 @@ def test_the_same_run_is_stored_once_and_another_under_its_id_is_refused(
 def test_runs_share_their_samples(store_url: str, smoke_run: Run) -> None:
     from sqlalchemy import func, select
 
-    from shieldbench.store._models import SampleRow
+    from shieldbench.store._models import SampleSetRow
 
     store = open_store(store_url)
     try:
         for i in range(3):
             store.add_run(replace(smoke_run, id=f"r{i}"), git=(None, None))
         with store.session() as s:
-            assert s.scalar(select(func.count()).select_from(SampleRow)) == len(smoke_run.samples)
+            assert s.scalar(select(func.count()).select_from(SampleSetRow)) == 1
         assert store.get_run("r2") == replace(smoke_run, id="r2")
     finally:
         store.close()

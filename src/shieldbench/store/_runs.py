@@ -1,7 +1,7 @@
 """Runs in and out of the history: store one whole, rebuild it exactly, list them.
 
-A run is written in one transaction: its row, its tags, its samples (once per
-distinct list of samples, shared by every run over it) and one compact outcome
+A run is written in one transaction: its row, its tags, its samples (one JSON
+document per distinct list of samples, shared by every run over it) and one compact outcome
 row per sample. Reading it back rebuilds a :class:`~shieldbench.types.Run` equal
 to the stored one, whose run file (:func:`shieldbench.runio.save_run`) is
 byte-identical to the original's.
@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 
 from shieldbench.errors import StoreError
 from shieldbench.metrics import confusion, quantile_interval, rate
-from shieldbench.store._models import Base, OutcomeRow, RunRow, RunTagRow, SampleRow, SampleSetRow
+from shieldbench.store._models import Base, OutcomeRow, RunRow, RunTagRow, SampleSetRow
 from shieldbench.types import (
     DatasetInfo,
     DefenseInfo,
@@ -104,16 +104,46 @@ def _triple(t: tuple[float | None, float | None, float | None]) -> dict[str, flo
     return {"value": t[0], "ci_low": t[1], "ci_high": t[2]}
 
 
-def sample_digest(samples: Sequence[Sample]) -> str:
-    """Hex sha256 over every field of the samples, metadata included, in order."""
+def _sample_document(samples: Sequence[Sample]) -> bytes:
     records = [
-        [s.id, s.text, s.label, s.category, s.subcategory, s.severity, s.tier, s.source, s.metadata]
+        [
+            s.id,
+            s.text,
+            s.label,
+            s.category,
+            s.subcategory,
+            s.severity,
+            s.tier,
+            s.source,
+            s.metadata or None,
+        ]
         for s in samples
     ]
-    payload = json.dumps(
-        records, default=dict, ensure_ascii=False, separators=(",", ":"), sort_keys=True
+    text = json.dumps(records, ensure_ascii=False, separators=(",", ":"), default=dict)
+    return text.encode("utf-8", "surrogatepass")
+
+
+def sample_digest(samples: Sequence[Sample]) -> str:
+    """Hex sha256 over every field of the samples, metadata included, in order."""
+    return hashlib.sha256(_sample_document(samples)).hexdigest()
+
+
+def _read_samples(data: bytes) -> tuple[Sample, ...]:
+    records = json.loads(data.decode("utf-8", "surrogatepass"))
+    return tuple(
+        Sample(
+            id=r[0],
+            text=r[1],
+            label=r[2],
+            category=r[3],
+            subcategory=r[4],
+            severity=r[5],
+            tier=r[6],
+            source=r[7],
+            metadata=r[8] or {},
+        )
+        for r in records
     )
-    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _figures(run: Run) -> dict[str, Any]:
@@ -175,19 +205,6 @@ def _json(value: Any) -> str | None:
     return _ENCODE(value)
 
 
-_SAMPLE_COLUMNS = (
-    "set_digest",
-    "position",
-    "sample_id",
-    "text",
-    "label",
-    "category",
-    "subcategory",
-    "severity",
-    "tier",
-    "source",
-    "metadata",
-)
 _OUTCOME_COLUMNS = (
     "run_pk",
     "position",
@@ -201,25 +218,6 @@ _OUTCOME_COLUMNS = (
     "details",
     "error",
 )
-
-
-def _sample_rows(digest: str, samples: Sequence[Sample]) -> list[tuple[Any, ...]]:
-    return [
-        (
-            digest,
-            i,
-            s.id,
-            s.text,
-            s.label,
-            s.category,
-            s.subcategory,
-            s.severity,
-            s.tier,
-            s.source,
-            _json(dict(s.metadata)),
-        )
-        for i, s in enumerate(samples)
-    ]
 
 
 def _outcome_rows(run_pk: int, outcomes: Sequence[Outcome]) -> list[tuple[Any, ...]]:
@@ -309,9 +307,11 @@ def insert_run(
             )
         return False
     figures = _figures(run)
-    digest = sample_digest(run.samples)
-    if _insert_ignore(session, {"digest": digest, "n": len(run.samples)}):
-        _bulk_insert(session, "samples", _SAMPLE_COLUMNS, _sample_rows(digest, run.samples))
+    document = _sample_document(run.samples)
+    digest = hashlib.sha256(document).hexdigest()
+    if not session.scalar(select(SampleSetRow.n).where(SampleSetRow.digest == digest)):
+        values = {"digest": digest, "n": len(run.samples), "data": document}
+        _insert_ignore(session, values)  # a concurrent writer may have stored it first
     row = RunRow(
         run_id=run.id,
         source=source,
@@ -359,24 +359,10 @@ def read_run(session: Session, run_id: str) -> Run:
     row = session.scalar(select(RunRow).where(RunRow.run_id == run_id))
     if row is None:
         raise StoreError(f"no stored run with id {run_id!r}")
-    samples = tuple(
-        Sample(
-            id=s.sample_id,
-            text=s.text,
-            label=s.label,  # type: ignore[arg-type]  # written from a Sample
-            category=s.category,
-            subcategory=s.subcategory,
-            severity=s.severity,  # type: ignore[arg-type]
-            tier=s.tier,  # type: ignore[arg-type]
-            source=s.origin,
-            metadata=s.meta or {},
-        )
-        for s in session.scalars(
-            select(SampleRow)
-            .where(SampleRow.set_digest == row.sample_set)
-            .order_by(SampleRow.position)
-        )
-    )
+    data = session.scalar(select(SampleSetRow.data).where(SampleSetRow.digest == row.sample_set))
+    if data is None:
+        raise StoreError(f"stored run {run_id!r} has lost its samples ({row.sample_set})")
+    samples = _read_samples(data)
     outcomes = []
     query = (
         select(

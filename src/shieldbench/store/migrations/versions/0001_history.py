@@ -1,4 +1,4 @@
-"""Run history: runs, tags, samples, outcomes, attacks, alerts.
+"""Run history: runs, tags, sample sets, outcomes, attacks, alerts.
 
 Revision ID: 0001
 Revises: (none)
@@ -22,25 +22,7 @@ def upgrade() -> None:
         "sample_sets",
         sa.Column("digest", sa.String(64), primary_key=True),
         sa.Column("n", sa.Integer, nullable=False),
-    )
-    op.create_table(
-        "samples",
-        sa.Column(
-            "set_digest",
-            sa.String(64),
-            sa.ForeignKey("sample_sets.digest", ondelete="CASCADE"),
-            primary_key=True,
-        ),
-        sa.Column("position", sa.Integer, primary_key=True),
-        sa.Column("sample_id", sa.Text, nullable=False),
-        sa.Column("text", sa.Text, nullable=False),
-        sa.Column("label", sa.String(8), nullable=False),
-        sa.Column("category", sa.String(200), nullable=False),
-        sa.Column("subcategory", sa.String(200)),
-        sa.Column("severity", sa.String(16)),
-        sa.Column("tier", sa.String(16)),
-        sa.Column("source", sa.String(200)),
-        sa.Column("metadata", sa.JSON),
+        sa.Column("data", sa.LargeBinary, nullable=False),
     )
     op.create_table(
         "runs",
@@ -144,5 +126,5 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    for table in ("alerts", "attacks", "outcomes", "run_tags", "runs", "samples", "sample_sets"):
+    for table in ("alerts", "attacks", "outcomes", "run_tags", "runs", "sample_sets"):
         op.drop_table(table)
