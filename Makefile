@@ -32,6 +32,7 @@ $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/shieldbench run --config configs/demo.yaml \
 	  $(if $(wildcard reports/demo/benchmark.json),--resume)
+	$(BIN)/shieldbench history --limit 10
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests benchmarks

@@ -23,9 +23,18 @@ from shieldbench.cli._store import DbOption, open_cli_store
 from shieldbench.errors import ConfigError
 
 if TYPE_CHECKING:
-    from shieldbench.monitor import CycleReport
+    from shieldbench.monitor import CycleReport, Finding
 
 __all__ = ["monitor"]
+
+
+def _verdict(f: Finding) -> str:
+    if f.alert:
+        return "[red]ALERT[/]"
+    if not f.significant:
+        return "n.s."
+    better = f.effect is not None and (f.effect < 1 if f.metric == "p95_latency" else f.effect < 0)
+    return "[green]better[/]" if better else "below min."
 
 
 def _print(report: CycleReport) -> None:
@@ -63,7 +72,7 @@ def _print(report: CycleReport) -> None:
             effect,
             f.test,
             "–" if f.p_value is None else f"{f.p_value:.3g}",
-            "[red]ALERT[/]" if f.alert else ("n.s." if not f.significant else "small"),
+            _verdict(f),
         )
     console.print(table)
     for alert in report.suppressed:

@@ -94,6 +94,9 @@ class Finding:
         }
 
 
+_MCNEMAR = {"exact-binomial": "McNemar exact", "chi2-continuity": "McNemar chi2 cc"}
+
+
 def _fisher(k1: int, n1: int, k2: int, n2: int) -> float | None:
     if n1 == 0 or n2 == 0:
         return None
@@ -155,9 +158,9 @@ def compare_runs_for_drift(
             table = tables[0] if metric == "block_rate" else tables[1]
             result = mcnemar_test(table)
             p: float | None = result.p_value
-            test = f"paired McNemar ({result.method})"
+            test = _MCNEMAR.get(result.method, "paired McNemar")
         else:
-            p, test = _fisher(k1, n1, k2, n2), "two-sample Fisher exact"
+            p, test = _fisher(k1, n1, k2, n2), "Fisher exact"
         findings.append(
             Finding(
                 metric,
@@ -189,7 +192,7 @@ def compare_runs_for_drift(
             p95_ref,
             ratio,
             min_effect.latency_ratio,
-            "one-sided Mann-Whitney U",
+            "Mann-Whitney U, one-sided",
             p_lat,
             alpha,
             ids,
