@@ -8,10 +8,9 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from tests._webhook import WebhookReceiver
 
 from shieldbench.alerts import Alert, Cooldown, LogSink, TerminalSink, WebhookSink, deliver
-
-from .._webhook import WebhookReceiver
 
 ALERT = Alert(
     "nightly:pattern@core:block_rate:last",

@@ -13,13 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests._webhook import WebhookReceiver
 from typer.testing import CliRunner
 
 from shieldbench.cli import app
 from shieldbench.monitor import load_monitor_config, parse_duration
 from shieldbench.store import open_store
-
-from .._webhook import WebhookReceiver
 
 runner = CliRunner()
 
