@@ -38,10 +38,21 @@ def test_run_records_and_history_shows_exports_and_imports(tmp_path: Path) -> No
     out = tmp_path / "out"
     done = runner.invoke(
         app,
-        ["run", "-d", "pattern", "-D", "builtin:smoke", "--out", str(out), "--db", db,
-         "--tag", "release=1.2"],
+        [
+            "run",
+            "-d",
+            "pattern",
+            "-D",
+            "builtin:smoke",
+            "--out",
+            str(out),
+            "--db",
+            db,
+            "--tag",
+            "release=1.2",
+        ],
         env={"COLUMNS": "300"},
-    )  # fmt: skip
+    )
     assert done.exit_code == 0, done.output
     assert "history: created" in done.output
     assert "history: 1 new of 1 recorded" in done.output
@@ -75,9 +86,19 @@ def test_no_store_records_nothing(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     done = runner.invoke(
         app,
-        ["run", "-d", "pattern", "-D", "builtin:smoke", "--out", str(tmp_path / "o"),
-         "--db", str(db), "--no-store"],
-    )  # fmt: skip
+        [
+            "run",
+            "-d",
+            "pattern",
+            "-D",
+            "builtin:smoke",
+            "--out",
+            str(tmp_path / "o"),
+            "--db",
+            str(db),
+            "--no-store",
+        ],
+    )
     assert done.exit_code == 0, done.output
     assert not db.exists()
 
@@ -85,10 +106,24 @@ def test_no_store_records_nothing(tmp_path: Path) -> None:
 def test_the_default_history_is_under_the_working_directory(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "SHIELDBENCH_DB"}
     done = subprocess.run(
-        [sys.executable, "-c", "from shieldbench.cli import main; main()", "run", "-d",
-         "pattern", "-D", "builtin:smoke", "--out", "o"],
-        capture_output=True, text=True, check=False, cwd=tmp_path, env={**env, "COLUMNS": "300"},
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "from shieldbench.cli import main; main()",
+            "run",
+            "-d",
+            "pattern",
+            "-D",
+            "builtin:smoke",
+            "--out",
+            "o",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        env={**env, "COLUMNS": "300"},
+    )
     assert done.returncode == 0, done.stderr
     default = tmp_path / ".shieldbench" / "history.db"
     assert f"history: created {default}" in done.stderr
@@ -102,12 +137,26 @@ def test_the_default_history_is_under_the_working_directory(tmp_path: Path) -> N
         (["history", "import", "{bad}"], "run schema_version 99 is not supported"),
         (["history", "export", "nope", "--out", "{tmp}/x.json"], "no stored run with id 'nope'"),
         (["history", "--since", "yesterday"], "--since 'yesterday': write a date"),
-        (["run", "-d", "pattern", "-D", "builtin:smoke", "--db", "postgresql://u@127.0.0.1:1/x",
-          "--out", "{tmp}/o"], "cannot open the history database"),
-        (["run", "-d", "pattern", "-D", "builtin:smoke", "--tag", "oops", "--out", "{tmp}/o"],
-         "--tag 'oops': write KEY=VALUE"),
+        (
+            [
+                "run",
+                "-d",
+                "pattern",
+                "-D",
+                "builtin:smoke",
+                "--db",
+                "postgresql://u@127.0.0.1:1/x",
+                "--out",
+                "{tmp}/o",
+            ],
+            "cannot open the history database",
+        ),
+        (
+            ["run", "-d", "pattern", "-D", "builtin:smoke", "--tag", "oops", "--out", "{tmp}/o"],
+            "--tag 'oops': write KEY=VALUE",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_input_exits_2_and_writes_nothing(
     tmp_path: Path, args: list[str], message: str
 ) -> None:
@@ -142,12 +191,18 @@ def test_a_second_run_on_the_same_out_fails_fast(tmp_path: Path) -> None:
 def test_the_lock_of_a_killed_run_is_taken_over(tmp_path: Path) -> None:
     out = tmp_path / "out"
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; from pathlib import Path; from shieldbench.locking import FolderLock;"
-         "FolderLock(Path(sys.argv[1])).acquire(); print('locked', flush=True); time.sleep(600)",
-         str(out)],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path;"
+            " from shieldbench.locking import FolderLock;"
+            " FolderLock(Path(sys.argv[1])).acquire(); print('locked', flush=True);"
+            " time.sleep(600)",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout is not None
     assert holder.stdout.readline().strip() == "locked"
     holder.send_signal(signal.SIGKILL)
@@ -186,9 +241,19 @@ def test_trend_marks_the_significant_change(tmp_path: Path) -> None:
     page = tmp_path / "trend.html"
     done = runner.invoke(
         app,
-        ["history", "trend", "--defense", "pattern", "--dataset", "builtin:core",
-         "--out", str(page), "--db", db],
-    )  # fmt: skip
+        [
+            "history",
+            "trend",
+            "--defense",
+            "pattern",
+            "--dataset",
+            "builtin:core",
+            "--out",
+            str(page),
+            "--db",
+            db,
+        ],
+    )
     assert done.exit_code == 0, done.output
     assert "trend of 3 runs (1 with a significant change)" in " ".join(done.output.split())
     text = page.read_text(encoding="utf-8")
@@ -200,3 +265,34 @@ def test_trend_marks_the_significant_change(tmp_path: Path) -> None:
         app, ["history", "trend", "--defense", "x", "--dataset", "y", "--db", db]
     )
     assert missing.exit_code != 0
+
+
+def test_attack_records_its_result_and_import_takes_attack_files(tmp_path: Path) -> None:
+    db = str(tmp_path / "h.db")
+    out = tmp_path / "attack"
+    done = runner.invoke(
+        app,
+        [
+            "attack",
+            "-d",
+            "pattern",
+            "-D",
+            "builtin:smoke",
+            "--budget",
+            "20",
+            "--rounds",
+            "1",
+            "--out",
+            str(out),
+            "--db",
+            db,
+        ],
+    )
+    assert done.exit_code == 0, done.output
+    attack_id = json.loads((out / "attack.json").read_text(encoding="utf-8"))["meta"]["id"]
+    with open_store(db) as store:
+        assert store.attack_ids() == [attack_id]
+        assert store.get_attack(attack_id)["kind"] == "shieldbench.attack"
+    other = str(tmp_path / "other.db")
+    imported = runner.invoke(app, ["history", "import", str(out / "attack.json"), "--db", other])
+    assert "imported 1 new of 1" in imported.output
