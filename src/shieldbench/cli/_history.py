@@ -118,9 +118,7 @@ def show(
 ) -> None:
     """One stored run: what ran, where, and its figures."""
     store = open_cli_store(_db(ctx, db), ctx, create=False)
-    found = store.resolve(run_id)
-    (info,) = [r for r in store.runs() if r.id == found]
-    typer.echo(json.dumps(info.to_dict(), indent=1))
+    typer.echo(json.dumps(store.info(run_id).to_dict(), indent=1))
 
 
 @history_app.command("export")

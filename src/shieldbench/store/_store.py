@@ -136,6 +136,12 @@ class Store:
         with self.session() as s:
             return list_runs(s, query, limit=limit)
 
+    def info(self, ref: str) -> RunInfo:
+        """The listed record (figures, tags; no outcomes) of the run ``ref`` names."""
+        with self.session() as s:
+            run_id = self.resolve(ref, session=s)
+            return list_runs(s, select(RunRow).where(RunRow.run_id == run_id))[0]
+
     def resolve(
         self, ref: str, *, dataset_hash: str | None = None, session: Session | None = None
     ) -> str:
