@@ -72,7 +72,9 @@ def _check_whole(url: str) -> list[str]:
     store = open_store(url)
     try:
         with store.session() as s:
-            runs = {r.run_id: (r.pk, r.n_samples) for r in s.scalars(select(RunRow))}
+            rows = list(s.scalars(select(RunRow)))
+            runs = {r.run_id: (r.pk, r.n_samples) for r in rows}
+            assert len(runs) == len(rows), "a run stored twice"
             counts = dict(
                 s.execute(select(OutcomeRow.run_pk, func.count()).group_by(OutcomeRow.run_pk)).all()
             )

@@ -93,7 +93,7 @@ def test_a_run_round_trips_to_a_byte_identical_file(
         store.close()
 
 
-def test_the_same_run_is_stored_once_and_another_under_its_id_is_refused(
+def test_the_same_run_is_stored_once_and_a_rerun_under_its_id_is_kept_too(
     store_url: str, smoke_run: Run
 ) -> None:
     store = open_store(store_url)
@@ -101,12 +101,20 @@ def test_the_same_run_is_stored_once_and_another_under_its_id_is_refused(
         assert store.add_run(smoke_run, git=(None, None))
         assert not store.add_run(smoke_run, git=(None, None))
         assert len(store.runs()) == 1
-        other = replace(smoke_run, started=smoke_run.started - timedelta(days=1))
-        with pytest.raises(StoreError, match="another run with id 'smoke-1' is already stored"):
-            store.add_run(other, git=(None, None))
+        rerun = replace(
+            smoke_run,
+            defense=replace(smoke_run.defense, version="2"),
+            started=smoke_run.started + timedelta(days=1),
+            finished=smoke_run.finished + timedelta(days=1),
+        )
+        assert store.add_run(rerun, git=(None, None))
+        assert not store.add_run(rerun, git=(None, None))
+        assert [r.defense_version for r in store.runs()] == [smoke_run.defense.version, "2"]
+        assert store.get_run("smoke-1") == rerun  # the id names the newest
+        assert store.info("smoke-1").defense_version == "2"
         with pytest.raises(StoreError, match="a tag is KEY=VALUE"):
             store.add_run(replace(smoke_run, id="t"), tags={"": "x"})
-        assert [r.id for r in store.runs()] == ["smoke-1"]
+        assert len(store.runs()) == 2
     finally:
         store.close()
 

@@ -97,7 +97,7 @@ class RunRow(Base):
     __tablename__ = "runs"
 
     pk: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    run_id: Mapped[str] = mapped_column(String(128), unique=True)
+    run_id: Mapped[str] = mapped_column(String(128), index=True)  # not unique: see _runs
     source: Mapped[str] = mapped_column(String(32))
     defense_spec: Mapped[str] = mapped_column(Text)
     defense_name: Mapped[str] = mapped_column(String(200))

@@ -1,5 +1,10 @@
 """Runs in and out of the history: store one whole, rebuild it exactly, list them.
 
+A run id is not unique in the history: ``run --resume`` re-runs a benchmark pair
+under its id when the defense's version changed, and both measurements are kept;
+an id names the newest run that has it. The *same* run (id, defense and version,
+data, start and end) is stored once.
+
 A run is written in one transaction: its row, its tags, its samples (one JSON
 document per distinct list of samples, shared by every run over it) and one compact outcome
 row per sample. Reading it back rebuilds a :class:`~shieldbench.types.Run` equal
@@ -17,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 import numpy as np
-from sqlalchemy import Select, Table, insert, select
+from sqlalchemy import Select, Table, insert, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -34,7 +39,7 @@ from shieldbench.types import (
     Verdict,
 )
 
-__all__ = ["RunInfo", "insert_run", "list_runs", "read_run", "sample_digest"]
+__all__ = ["RunInfo", "insert_run", "list_runs", "newest", "read_run", "sample_digest"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,6 +286,7 @@ def _same_run(row: RunRow, run: Run) -> bool:
     return (
         row.defense_spec == run.defense.spec
         and row.dataset_hash == run.dataset.content_hash
+        and row.defense_version == run.defense.version
         and row.n_samples == len(run.samples)
         and row.extra.get("started") == run.started.isoformat()
         and row.extra.get("finished") == run.finished.isoformat()
@@ -294,18 +300,13 @@ def insert_run(
     source: str,
     tags: Mapping[str, str],
     git: tuple[str | None, str | None],
-    where: str,
 ) -> bool:
     """Add ``run`` in the session's transaction; ``False`` when it is already stored."""
-    existing = session.scalar(select(RunRow).where(RunRow.run_id == run.id))
-    if existing is not None:
-        if not _same_run(existing, run):
-            raise StoreError(
-                f"{where}: another run with id {run.id!r} is already stored"
-                f" ({existing.defense_spec} on {existing.dataset_spec}, started"
-                f" {existing.extra.get('started')}); refusing to mix them"
-            )
-        return False
+    if session.get_bind().dialect.name == "postgresql":  # SQLite: BEGIN IMMEDIATE did it
+        session.execute(text("SELECT pg_advisory_xact_lock(hashtext(:id))"), {"id": run.id})
+    for existing in session.scalars(select(RunRow).where(RunRow.run_id == run.id)):
+        if _same_run(existing, run):
+            return False
     figures = _figures(run)
     document = _sample_document(run.samples)
     digest = hashlib.sha256(document).hexdigest()
@@ -356,7 +357,7 @@ def _aware(moment: datetime) -> datetime:
 
 def read_run(session: Session, run_id: str) -> Run:
     """Rebuild the stored run ``run_id`` exactly; :class:`StoreError` when absent."""
-    row = session.scalar(select(RunRow).where(RunRow.run_id == run_id))
+    row = session.scalar(newest(run_id))
     if row is None:
         raise StoreError(f"no stored run with id {run_id!r}")
     data = session.scalar(select(SampleSetRow.data).where(SampleSetRow.digest == row.sample_set))
@@ -417,6 +418,16 @@ def read_run(session: Session, run_id: str) -> Run:
         finished=datetime.fromisoformat(extra["finished"]),
         environment=row.environment,
         schema_version=int(extra.get("schema_version", 1)),
+    )
+
+
+def newest(run_id: str) -> Select[RunRow]:
+    """The newest stored run with id ``run_id`` (ids repeat when a pair was re-run)."""
+    return (
+        select(RunRow)
+        .where(RunRow.run_id == run_id)
+        .order_by(RunRow.started.desc(), RunRow.pk.desc())
+        .limit(1)
     )
 
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import exc, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from shieldbench.alerts import Alert, Delivery
@@ -17,7 +17,7 @@ from shieldbench.errors import StoreError
 from shieldbench.store._git import git_info
 from shieldbench.store._models import AlertRow, AttackRow, RunRow
 from shieldbench.store._open import StoreEngine, open_engine, resolve_url
-from shieldbench.store._runs import RunInfo, filtered, insert_run, list_runs, read_run
+from shieldbench.store._runs import RunInfo, filtered, insert_run, list_runs, newest, read_run
 from shieldbench.types import Run
 
 __all__ = ["Store", "StoredAlert", "open_store"]
@@ -99,22 +99,15 @@ class Store:
 
         ``git`` is ``(commit, branch)``; ``None`` reads the working directory's (pass
         ``(None, None)`` for a run from elsewhere, e.g. an imported file). The same
-        run (same id, defense, data and times) stored twice is kept once; another
-        run under a stored id is refused.
+        run (same id, defense and version, data and times) stored twice is kept once,
+        concurrent writers included (they queue on a lock per run id); another run
+        under a stored id (a pair re-run by ``run --resume`` after the defense
+        changed) is kept beside it, and the id then names the newest.
         """
         checked = _check_tags(tags)
         found = git_info() if git is None else git
-        try:
-            return self._insert_run(run, source, checked, found)
-        except StoreError as error:
-            if not isinstance(error.__cause__, exc.IntegrityError):
-                raise
-            # a concurrent writer stored the same run between our look and our insert
-            return self._insert_run(run, source, checked, found)
-
-    def _insert_run(self, run: Run, source: str, tags: dict[str, str], git: Git) -> bool:
         with self.session(write=True) as s:
-            return insert_run(s, run, source=source, tags=tags, git=git, where=self.url)
+            return insert_run(s, run, source=source, tags=checked, git=found)
 
     def get_run(self, run_id: str) -> Run:
         """The stored run, rebuilt exactly as it was stored."""
@@ -140,7 +133,7 @@ class Store:
         """The listed record (figures, tags; no outcomes) of the run ``ref`` names."""
         with self.session() as s:
             run_id = self.resolve(ref, session=s)
-            return list_runs(s, select(RunRow).where(RunRow.run_id == run_id))[0]
+            return list_runs(s, newest(run_id))[0]
 
     def resolve(
         self, ref: str, *, dataset_hash: str | None = None, session: Session | None = None
@@ -165,13 +158,14 @@ class Store:
                 raise StoreError(f"{ref!r}: write tag:KEY=VALUE, e.g. tag:release=1.2")
             query = filtered(tags={key: value})
         else:
-            exact = session.scalar(select(RunRow.run_id).where(RunRow.run_id == ref))
+            exact = session.scalar(select(RunRow.run_id).where(RunRow.run_id == ref).limit(1))
             if exact is not None:
                 return exact
             like = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             found = list(
                 session.scalars(
                     select(RunRow.run_id)
+                    .distinct()
                     .where(RunRow.run_id.like(like + "%", escape="\\"))
                     .limit(3)
                 )
@@ -251,7 +245,8 @@ class Store:
         with self.session(write=True) as s:
             run_pk = None
             if alert.run_id is not None:
-                run_pk = s.scalar(select(RunRow.pk).where(RunRow.run_id == alert.run_id))
+                found = s.scalar(newest(alert.run_id))
+                run_pk = None if found is None else found.pk
                 if run_pk is None:
                     raise StoreError(f"{self.url}: alert about run {alert.run_id!r}, not stored")
             row = AlertRow(

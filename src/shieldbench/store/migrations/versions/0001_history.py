@@ -27,7 +27,7 @@ def upgrade() -> None:
     op.create_table(
         "runs",
         sa.Column("pk", sa.Integer, primary_key=True, autoincrement=True),
-        sa.Column("run_id", sa.String(128), nullable=False, unique=True),
+        sa.Column("run_id", sa.String(128), nullable=False, index=True),
         sa.Column("source", sa.String(32), nullable=False),
         sa.Column("defense_spec", sa.Text, nullable=False),
         sa.Column("defense_name", sa.String(200), nullable=False),
