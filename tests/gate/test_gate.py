@@ -120,7 +120,10 @@ def test_bad_input_exits_2_with_one_line(runs: tuple[Run, Run], tmp_path: Path) 
         ([cand, "--baseline", baseline], "the gate compares runs on the same data"),
         ([cand, "--baseline", str(tmp_path / "nope.json")], "nope.json: no such run file"),
         ([baseline, "--baseline", baseline, "--margin", "1.5"], "--margin must be in [0, 1)"),
-        ([baseline, "--baseline", "tag:x=y"], "no history here yet"),
+        (
+            [baseline, "--baseline", "tag:x=y", "--db", str(tmp_path / "none.db")],
+            "no history here yet",
+        ),
     ):
         done = subprocess.run(
             [sys.executable, "-c", "from shieldbench.cli import main; main()", "gate", *args],
