@@ -42,6 +42,7 @@ from shieldbench.judges._evaluate import (
     load_labelled,
 )
 from shieldbench.judges._leak import find_canary, ngram_overlap
+from shieldbench.judges._profile import BehaviourProfile, behaviour_profile, language_of
 from shieldbench.judges._pii import find_pii, iban_ok, luhn_ok
 from shieldbench.judges._protocol import (
     COMBINE_RULES,
@@ -57,6 +58,7 @@ from shieldbench.judges._stream import StreamScreen
 __all__ = [
     "BUILTIN_SETS",
     "COMBINE_RULES",
+    "BehaviourProfile",
     "CombineRule",
     "Judge",
     "JudgeAccuracy",
@@ -64,6 +66,7 @@ __all__ = [
     "Judgement",
     "LabelledAnswer",
     "StreamScreen",
+    "behaviour_profile",
     "build_judge",
     "builtin_set",
     "combine",
@@ -73,6 +76,7 @@ __all__ = [
     "find_secrets",
     "iban_ok",
     "judges",
+    "language_of",
     "load_labelled",
     "luhn_ok",
     "ngram_overlap",

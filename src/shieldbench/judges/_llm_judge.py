@@ -83,6 +83,7 @@ class LLMJudge:
         self.model = model
         self.threshold = threshold
         self.name = f"llm-judge:{model.model}"
+        self.blocking_io = True  # sync HTTP: the engine runs it on worker threads
 
     def judge(self, sample: Sample, answer: str, context: JudgeContext) -> Judgement:
         request = sample.text
