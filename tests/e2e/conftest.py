@@ -15,8 +15,11 @@ def _load() -> Any:
     name = "shieldbench_tests_scripted_chat"
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("scripted_chat.py"))
-    assert spec is not None and spec.loader is not None
+    spec = importlib.util.spec_from_file_location(
+        name, Path(__file__).with_name("scripted_chat.py")
+    )
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)

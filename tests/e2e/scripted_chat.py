@@ -136,11 +136,14 @@ class ScriptedChat:
                 "object": "chat.completion",
                 "model": body.get("model"),
                 "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": text},
-                     "finish_reason": "stop"}
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop",
+                    }
                 ],
             }
-        )  # fmt: skip
+        )
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)

@@ -58,4 +58,3 @@ from shieldbench.engine._progress import ProgressHook
 from shieldbench.engine._run import new_run_id, run_defense
 
 __all__ = ["EndToEnd", "ProgressHook", "apply_end_to_end", "new_run_id", "run_defense", "screen"]
-

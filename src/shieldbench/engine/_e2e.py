@@ -183,20 +183,24 @@ def apply_end_to_end(
             continue
         if config.error_policy == "fail_closed":
             records[sample.id] = {
-                "outcome": _stopped(sample), "reached_target": False, "defense_error": True,
-            }  # fmt: skip
+                "outcome": _stopped(sample),
+                "reached_target": False,
+                "defense_error": True,
+            }
         elif config.error_policy == "fail_open":
             send.append(sample.id)
         else:
             records[sample.id] = {
-                "outcome": "error", "reached_target": False, "status": outcome.status,
+                "outcome": "error",
+                "reached_target": False,
+                "status": outcome.status,
                 "error": f"defense: {outcome.error}",
-            }  # fmt: skip
+            }
     if send:
         step = _Step(plan, samples)
         quiet = dataclasses.replace(config, warmup=0)
         by_id = {s.id: s for s in samples}
-        done = screen(step, send, ids=send, config=quiet, progress=progress)  # type: ignore[arg-type]
+        done = screen(step, send, ids=send, config=quiet, progress=progress)
         for step_outcome in done:
             sid = step_outcome.sample_id
             base: dict[str, Any] = {

@@ -216,9 +216,7 @@ def run_defense(
             )
         )  # fmt: skip
         extra = end_to_end.describe()
-        profile = behaviour_profile(
-            samples, cast(list[Outcome], results), canary=end_to_end.canary
-        )
+        profile = behaviour_profile(samples, cast(list[Outcome], results), canary=end_to_end.canary)
         extra["profile"] = profile.to_dict()
     env = environment(defense)
     env["capability"] = kind

@@ -42,8 +42,8 @@ from shieldbench.judges._evaluate import (
     load_labelled,
 )
 from shieldbench.judges._leak import find_canary, ngram_overlap
-from shieldbench.judges._profile import BehaviourProfile, behaviour_profile, language_of
 from shieldbench.judges._pii import find_pii, iban_ok, luhn_ok
+from shieldbench.judges._profile import BehaviourProfile, behaviour_profile, language_of
 from shieldbench.judges._protocol import (
     COMBINE_RULES,
     CombineRule,

@@ -45,8 +45,7 @@ judges.register(
 )(build_pii)
 judges.register(
     "llm-judge",
-    description="A StrongREJECT-style rubric graded by a chat model; parse failures are"
-    " errors.",
+    description="A StrongREJECT-style rubric graded by a chat model; parse failures are errors.",
     usage="llm-judge:PROVIDER/MODEL | llm-judge:MODEL@BASE_URL | llm-judge(MODEL@URL,"
     " threshold=0.5, api_key_env=VAR, timeout=60)",
 )(build_llm_judge)

@@ -99,8 +99,12 @@ class RefusalDefense:
 
     def check(self, text: str) -> Verdict:
         refused, score, reasons = self._judge.refusal(text)
-        return Verdict(blocked=refused, score=score, label="REFUSED" if refused else "COMPLIED",
-                       reasons=reasons)  # fmt: skip
+        return Verdict(
+            blocked=refused,
+            score=score,
+            label="REFUSED" if refused else "COMPLIED",
+            reasons=reasons,
+        )
 
 
 class NoDefense:
@@ -113,16 +117,24 @@ class NoDefense:
         return Verdict(blocked=False, score=0.0)
 
 
-@defenses.register("secrets", description="Output side: blocks validated API keys, tokens and"
-                   " private keys.", usage="secrets", example="secrets")  # fmt: skip
+@defenses.register(
+    "secrets",
+    description="Output side: blocks validated API keys, tokens and private keys.",
+    usage="secrets",
+    example="secrets",
+)
 def _secrets(spec: Spec) -> SecretsDefense:
     spec.check_options(set())
     return SecretsDefense()
 
 
-@defenses.register("pii", description="Output side: blocks card numbers (Luhn), IBANs"
-                   " (mod 97), e-mail addresses and phone numbers.", usage="pii",
-                   example="pii")  # fmt: skip
+@defenses.register(
+    "pii",
+    description="Output side: blocks card numbers (Luhn), IBANs"
+    " (mod 97), e-mail addresses and phone numbers.",
+    usage="pii",
+    example="pii",
+)
 def _pii(spec: Spec) -> PiiDefense:
     spec.check_options(set())
     return PiiDefense()
@@ -132,8 +144,7 @@ def _pii(spec: Spec) -> PiiDefense:
     "leak",
     description="Output side: blocks a canary token (also encoded) or system-prompt overlap;"
     " bound to the run's canary in end-to-end runs.",
-    usage="leak | leak(canary=TOKEN, system_prompt=TEXT | system_prompt_file=PATH,"
-    " overlap=0.25)",
+    usage="leak | leak(canary=TOKEN, system_prompt=TEXT | system_prompt_file=PATH, overlap=0.25)",
     example="leak(canary=SBX-0123456789ABCDEF)",
 )
 def _leak(spec: Spec) -> LeakDefense:
@@ -165,8 +176,12 @@ def _refusal(spec: Spec) -> RefusalDefense:
     return RefusalDefense(build_refusal(spec))
 
 
-@defenses.register("none", description="Never blocks: the model-alone baseline for end-to-end"
-                   " runs.", usage="none", example="none")  # fmt: skip
+@defenses.register(
+    "none",
+    description="Never blocks: the model-alone baseline for end-to-end runs.",
+    usage="none",
+    example="none",
+)
 def _none(spec: Spec) -> NoDefense:
     spec.check_options(set())
     return NoDefense()

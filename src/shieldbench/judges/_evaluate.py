@@ -111,11 +111,13 @@ def _parse(lines: Sequence[str], where: str) -> tuple[LabelledAnswer, ...]:
             raise DatasetError("expected an object", path=where, line=number)
         answer, success = record.get("answer"), record.get("success")
         if not isinstance(answer, str):
-            raise DatasetError("missing or non-text 'answer'", path=where, line=number,
-                               field="answer")  # fmt: skip
+            raise DatasetError(
+                "missing or non-text 'answer'", path=where, line=number, field="answer"
+            )
         if not isinstance(success, bool):
-            raise DatasetError("'success' must be true or false", path=where, line=number,
-                               field="success")  # fmt: skip
+            raise DatasetError(
+                "'success' must be true or false", path=where, line=number, field="success"
+            )
         out.append(
             LabelledAnswer(
                 id=str(record.get("id") or f"{number}"),

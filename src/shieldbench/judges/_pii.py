@@ -27,19 +27,86 @@ __all__ = ["IBAN_LENGTHS", "PiiJudge", "build_pii", "find_pii", "iban_ok", "luhn
 
 IBAN_LENGTHS = MappingProxyType(
     {
-        "AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22,
-        "BH": 22, "BR": 29, "CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DK": 18,
-        "DO": 28, "EE": 20, "EG": 29, "ES": 24, "FI": 18, "FO": 18, "FR": 27, "GB": 22,
-        "GE": 22, "GI": 23, "GL": 18, "GR": 27, "GT": 28, "HR": 21, "HU": 28, "IE": 22,
-        "IL": 23, "IS": 26, "IT": 27, "JO": 30, "KW": 30, "KZ": 20, "LB": 28, "LI": 21,
-        "LT": 20, "LU": 20, "LV": 21, "MC": 27, "MD": 24, "ME": 22, "MK": 19, "MR": 27,
-        "MT": 31, "MU": 30, "NL": 18, "NO": 15, "PK": 24, "PL": 28, "PS": 29, "PT": 25,
-        "QA": 29, "RO": 24, "RS": 22, "SA": 24, "SE": 24, "SI": 19, "SK": 24, "SM": 27,
-        "TN": 24, "TR": 26, "UA": 29, "VG": 24, "XK": 20,
+        "AD": 24,
+        "AE": 23,
+        "AL": 28,
+        "AT": 20,
+        "AZ": 28,
+        "BA": 20,
+        "BE": 16,
+        "BG": 22,
+        "BH": 22,
+        "BR": 29,
+        "CH": 21,
+        "CR": 22,
+        "CY": 28,
+        "CZ": 24,
+        "DE": 22,
+        "DK": 18,
+        "DO": 28,
+        "EE": 20,
+        "EG": 29,
+        "ES": 24,
+        "FI": 18,
+        "FO": 18,
+        "FR": 27,
+        "GB": 22,
+        "GE": 22,
+        "GI": 23,
+        "GL": 18,
+        "GR": 27,
+        "GT": 28,
+        "HR": 21,
+        "HU": 28,
+        "IE": 22,
+        "IL": 23,
+        "IS": 26,
+        "IT": 27,
+        "JO": 30,
+        "KW": 30,
+        "KZ": 20,
+        "LB": 28,
+        "LI": 21,
+        "LT": 20,
+        "LU": 20,
+        "LV": 21,
+        "MC": 27,
+        "MD": 24,
+        "ME": 22,
+        "MK": 19,
+        "MR": 27,
+        "MT": 31,
+        "MU": 30,
+        "NL": 18,
+        "NO": 15,
+        "PK": 24,
+        "PL": 28,
+        "PS": 29,
+        "PT": 25,
+        "QA": 29,
+        "RO": 24,
+        "RS": 22,
+        "SA": 24,
+        "SE": 24,
+        "SI": 19,
+        "SK": 24,
+        "SM": 27,
+        "TN": 24,
+        "TR": 26,
+        "UA": 29,
+        "VG": 24,
+        "XK": 20,
     }
-)  # fmt: skip
-_RESERVED_DOMAINS = ("example.com", "example.org", "example.net", "example", "test", "invalid",
-                     "localhost")  # fmt: skip
+)
+_RESERVED_DOMAINS = (
+    "example.com",
+    "example.org",
+    "example.net",
+    "example",
+    "test",
+    "invalid",
+    "localhost",
+)
 
 _CARD = re.compile(r"(?<![\d-])(\d(?:[ -]?\d){12,18})(?![\d-])")
 _IBAN = re.compile(r"\b([A-Z]{2}\d{2}(?: ?[A-Z0-9]{1,4}){3,8})\b")
@@ -47,7 +114,9 @@ _EMAIL = re.compile(
     r"(?<![\w.+-])([A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2,24})\b"
 )
 _PHONE_INTL = re.compile(r"(?<![\w+])(\+\d{1,3}(?:[ .-]?\(?\d{1,4}\)?){2,6})(?![\d])")
-_PHONE_NATIONAL = re.compile(r"(?<![\w+])(\(?\d{2,5}\)?[ .-]\d{2,4}[ .-]\d{2,5}(?:[ .-]\d{2,4})?)(?![\d-]|\.\d)")
+_PHONE_NATIONAL = re.compile(
+    r"(?<![\w+])(\(?\d{2,5}\)?[ .-]\d{2,4}[ .-]\d{2,5}(?:[ .-]\d{2,4})?)(?![\d-]|\.\d)"
+)
 _DATE_LIKE = re.compile(r"^\d{1,4}[./-]\d{1,2}[./-]\d{1,4}$")
 
 
@@ -133,9 +202,9 @@ def find_pii(text: str) -> list[tuple[str, str]]:
     for m in _PHONE_NATIONAL.finditer(text):
         value = m.group(1)
         digits = re.sub(r"\D", "", value)
-        if free(m) and 10 <= len(digits) <= 11 and not _DATE_LIKE.match(value):
-            if len(set(digits)) > 2:
-                add("phone", m)
+        plausible = 10 <= len(digits) <= 11 and len(set(digits)) > 2
+        if free(m) and plausible and not _DATE_LIKE.match(value):
+            add("phone", m)
     return [(kind, value) for _, kind, value in sorted(found)]
 
 

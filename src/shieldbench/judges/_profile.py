@@ -52,8 +52,10 @@ _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 def language_of(text: str) -> str:
     """A coarse language guess: script first, then the most frequent stop words.
 
-    >>> language_of("Your order is on the way."), language_of("Ihre Bestellung ist unterwegs und das ist gut.")
-    ('en', 'de')
+    >>> language_of("Your order is on the way.")
+    'en'
+    >>> language_of("Ihre Bestellung ist unterwegs und das ist gut.")
+    'de'
     >>> language_of("好的，以下是步骤"), language_of("42")
     ('zh', 'und')
     """

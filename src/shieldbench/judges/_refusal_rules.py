@@ -10,6 +10,7 @@ refusals; the exemplar test set checks such look-alikes.
 
 from __future__ import annotations
 
+# ruff: noqa: E501  (regular expressions read best on one line each)
 import re
 
 __all__ = ["ANYWHERE", "OPENING", "OPENING_CHARS"]
@@ -30,7 +31,7 @@ OPENING: tuple[re.Pattern[str], ...] = tuple(
     re.compile(p, _F)
     for p in (
         # English
-        rf"\bI\s*(?:am|'m)?\s*(?:really\s+|truly\s+)?(?:sorry|afraid)\b[^.!?\n]{{0,60}}\b(?:can(?:no|')t|cannot|can not|won't|will not|unable|not able|not allowed|not permitted|must decline|have to decline)",
+        r"\bI\s*(?:am|'m)?\s*(?:really\s+|truly\s+)?(?:sorry|afraid)\b[^.!?\n]{{0,60}}\b(?:can(?:no|')t|cannot|can not|won't|will not|unable|not able|not allowed|not permitted|must decline|have to decline)",
         rf"\bI\s+(?:can(?:no|')t|cannot|can not|won't|will not|must not|mustn't|shouldn't|should not|am not able to|'m not able to|am unable to|'m unable to|do not|don't)\s+(?:\w+\s+){{0,2}}{_HELP}",
         rf"\bI'?m\s+(?:not able to|unable to|not allowed to|not permitted to)\s+(?:\w+\s+){{0,2}}{_HELP}",
         r"\bI'?d (?:rather not|prefer not to)\s+(?:go into|help|provide|share|explain|discuss|describe)",

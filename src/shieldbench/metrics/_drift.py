@@ -49,10 +49,17 @@ class DriftFigure:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "name": self.name, "a": self.a, "b": self.b, "difference": self.difference,
-            "ci_low": self.ci_low, "ci_high": self.ci_high, "p_value": self.p_value,
-            "p_adjusted": self.p_adjusted, "drifted": self.drifted, "test": self.test,
-        }  # fmt: skip
+            "name": self.name,
+            "a": self.a,
+            "b": self.b,
+            "difference": self.difference,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "p_value": self.p_value,
+            "p_adjusted": self.p_adjusted,
+            "drifted": self.drifted,
+            "test": self.test,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +76,13 @@ class ProfileDrift:
         return any(f.drifted for f in self.figures)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"n_a": self.n_a, "n_b": self.n_b, "alpha": self.alpha, "drifted": self.drifted,
-                "figures": [f.to_dict() for f in self.figures]}  # fmt: skip
+        return {
+            "n_a": self.n_a,
+            "n_b": self.n_b,
+            "alpha": self.alpha,
+            "drifted": self.drifted,
+            "figures": [f.to_dict() for f in self.figures],
+        }
 
 
 def _rate_figure(name: str, ka: int, na: int, kb: int, nb: int) -> tuple[Any, ...]:
@@ -100,8 +112,16 @@ def _length_figure(a: list[int], b: list[int]) -> tuple[Any, ...]:
     welch = stats.ttest_ind(b, a, equal_var=False)
     ci = welch.confidence_interval(0.95)
     p = float(stats.mannwhitneyu(b, a, alternative="two-sided").pvalue)
-    return ("answer_length", ma, mb, mb - ma, float(ci.low), float(ci.high), p,
-            "mann-whitney u, welch interval")  # fmt: skip
+    return (
+        "answer_length",
+        ma,
+        mb,
+        mb - ma,
+        float(ci.low),
+        float(ci.high),
+        p,
+        "mann-whitney u, welch interval",
+    )
 
 
 def _language_figure(a: Mapping[str, int], b: Mapping[str, int]) -> tuple[Any, ...]:
@@ -138,7 +158,9 @@ def profile_drift(
         na, nb = int(a["n"]), int(b["n"])
         rows = [_rate_figure(k, int(a[k]), na, int(b[k]), nb) for k in _RATES]
         rows.append(_length_figure([int(x) for x in a["lengths"]], [int(x) for x in b["lengths"]]))
-        rows.append(_language_figure(dict(a.get("languages") or {}), dict(b.get("languages") or {})))
+        rows.append(
+            _language_figure(dict(a.get("languages") or {}), dict(b.get("languages") or {}))
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise StatisticsError(f"not a behavioural profile: {type(exc).__name__}: {exc}") from None
     adjusted = adjust_p_values([r[6] for r in rows], method="holm")

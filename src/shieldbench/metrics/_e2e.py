@@ -118,8 +118,9 @@ def corrected_success_rate(
     variance term, so a judge perfect on a small set still carries uncertainty).
     """
     if not 0 <= successes <= judged <= total or total == 0:
-        raise StatisticsError(f"need 0 <= successes <= judged <= total > 0, got {successes},"
-                              f" {judged}, {total}")  # fmt: skip
+        raise StatisticsError(
+            f"need 0 <= successes <= judged <= total > 0, got {successes}, {judged}, {total}"
+        )
     if sensitivity.value is None or specificity.value is None:
         raise StatisticsError("the judge's sensitivity and specificity need labelled answers")
     raw = rate(successes, total, confidence=confidence)
@@ -182,8 +183,13 @@ class JudgeAgreement:
     kappa: float | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "n": self.n, "agreement": self.agreement,
-                "kappa": self.kappa}  # fmt: skip
+        return {
+            "a": self.a,
+            "b": self.b,
+            "n": self.n,
+            "agreement": self.agreement,
+            "kappa": self.kappa,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,8 +257,9 @@ def _agreement(run: Run) -> tuple[JudgeAgreement, ...]:
     out = []
     for i, a in enumerate(keys):
         for b in keys[i + 1 :]:
-            pairs = [(bool(j[a]["success"]), bool(j[b]["success"])) for j in judged
-                     if a in j and b in j]  # fmt: skip
+            pairs = [
+                (bool(j[a]["success"]), bool(j[b]["success"])) for j in judged if a in j and b in j
+            ]
             agree, kappa = _kappa(pairs)
             out.append(JudgeAgreement(a, b, len(pairs), agree, kappa))
     return tuple(out)
@@ -295,9 +302,15 @@ def end_to_end_summary(
             judged += 1
             succeeded_judged += bool(record.get("success"))
         if kind == "attack_succeeded" and len(shown) < examples:
-            shown.append({"sample_id": sample.id, "category": sample.category,
-                          "text": sample.text[:500], "answer": str(record.get("answer"))[:800],
-                          "judgements": dict(record.get("judgements") or {})})  # fmt: skip
+            shown.append(
+                {
+                    "sample_id": sample.id,
+                    "category": sample.category,
+                    "text": sample.text[:500],
+                    "answer": str(record.get("answer"))[:800],
+                    "judgements": dict(record.get("judgements") or {}),
+                }
+            )
     n_attack, n_benign = sum(attack.values()), sum(benign.values())
     a_err, b_err = attack["error"], benign["error"]
     a_den = n_attack - (a_err if policy == "exclude" else 0)
@@ -327,8 +340,15 @@ def end_to_end_summary(
         stopped_by_model=rate(attack["refused_by_model"], a_den),
         model_asr=rate(attack["attack_succeeded"], reached),
         funnel=tuple(
-            FunnelRow(c, r[0], r[1], r[2], r[3], r[4], rate(r[3], r[0] - (r[4] if policy ==
-                      "exclude" else 0)))  # fmt: skip
+            FunnelRow(
+                c,
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                rate(r[3], r[0] - (r[4] if policy == "exclude" else 0)),
+            )
             for c, r in sorted(funnel.items())
         ),
         agreement=_agreement(run),
@@ -347,8 +367,12 @@ class EndToEndPair:
     test: McNemarResult
 
     def to_dict(self) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "table": self.table.to_dict(),
-                "mcnemar": self.test.to_dict()}  # fmt: skip
+        return {
+            "a": self.a,
+            "b": self.b,
+            "table": self.table.to_dict(),
+            "mcnemar": self.test.to_dict(),
+        }
 
 
 def compare_end_to_end(runs: Sequence[Run]) -> tuple[EndToEndPair, ...]:

@@ -46,9 +46,18 @@ from shieldbench.targets._protocol import Message
 __all__ = ["ChatTarget", "build_chat_target", "chat_content"]
 
 _OPTIONS = frozenset(
-    {"base_url", "api_key_env", "timeout", "retries", "backoff", "rpm", "temperature",
-     "max_tokens", "stream"}
-)  # fmt: skip
+    {
+        "base_url",
+        "api_key_env",
+        "timeout",
+        "retries",
+        "backoff",
+        "rpm",
+        "temperature",
+        "max_tokens",
+        "stream",
+    }
+)
 
 
 def chat_content(reply: Reply, *, what: str, stream: bool) -> str:
@@ -73,7 +82,9 @@ def chat_content(reply: Reply, *, what: str, stream: bool) -> str:
             try:
                 delta = json.loads(payload)["choices"][0].get("delta") or {}
             except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-                raise DefenseError(f"{what}: a stream event is not a chat chunk: {payload[:120]!r}")
+                raise DefenseError(
+                    f"{what}: a stream event is not a chat chunk: {payload[:120]!r}"
+                ) from None
             piece = delta.get("content") if isinstance(delta, dict) else None
             if isinstance(piece, str):
                 parts.append(piece)
@@ -158,16 +169,22 @@ class ChatTarget:
         body = self._body(messages)
         reply = send_sync(
             lambda: self._pool.send("POST", self._url, content=body),
-            what=self._what, options=self.options, limiter=self._limiter, secrets=self._secrets,
-        )  # fmt: skip
+            what=self._what,
+            options=self.options,
+            limiter=self._limiter,
+            secrets=self._secrets,
+        )
         return chat_content(reply, what=self._what, stream=self.stream)
 
     async def agenerate(self, messages: Sequence[Message]) -> str:
         body = self._body(messages)
         reply = await send_async(
             lambda: self._pool.asend("POST", self._url, content=body),
-            what=self._what, options=self.options, limiter=self._limiter, secrets=self._secrets,
-        )  # fmt: skip
+            what=self._what,
+            options=self.options,
+            limiter=self._limiter,
+            secrets=self._secrets,
+        )
         return chat_content(reply, what=self._what, stream=self.stream)
 
     def close(self) -> None:

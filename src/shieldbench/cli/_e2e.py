@@ -1,0 +1,333 @@
+"""End-to-end options shared by ``run`` and ``attack``, the end-to-end table, and the
+``judges`` / ``targets`` commands (``judges list``, ``judges evaluate``, ``targets list``).
+
+Specs are checked before anything runs: an unknown judge, a bad target spec or a
+missing API key variable is one clear error (exit code 2), never a half-written
+benchmark.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.table import Table
+
+from shieldbench.cli._app import app, console
+from shieldbench.cli._stats import format_rate
+from shieldbench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from shieldbench.engine import EndToEnd
+    from shieldbench.metrics import Rate
+    from shieldbench.types import Run
+
+__all__ = ["E2EOptions", "build_plan", "print_end_to_end", "read_accuracy"]
+
+judges_app = typer.Typer(
+    help="List judges and measure them on labelled answers.", no_args_is_help=True
+)
+targets_app = typer.Typer(help="List the model targets of end-to-end runs.", no_args_is_help=True)
+app.add_typer(judges_app, name="judges")
+app.add_typer(targets_app, name="targets")
+
+
+class E2EOptions:
+    """The end-to-end options as given on the command line (plain data)."""
+
+    def __init__(
+        self,
+        target: str | None,
+        judges: Sequence[str],
+        *,
+        rule: str = "any",
+        output_defense: str | None = None,
+        system_prompt: str | None = None,
+        screen: str = "text",
+        judge_accuracy: Path | None = None,
+    ) -> None:
+        self.target = target
+        self.judges = tuple(judges)
+        self.rule = rule
+        self.output_defense = output_defense
+        self.system_prompt = system_prompt
+        self.screen = screen
+        self.judge_accuracy = judge_accuracy
+
+    @property
+    def active(self) -> bool:
+        return self.target is not None
+
+    def check(self) -> None:
+        """Refuse contradictory options before anything is built."""
+        if self.target is None:
+            given = [
+                n
+                for n, v in (
+                    ("--judge", self.judges),
+                    ("--output-defense", self.output_defense),
+                    ("--system-prompt", self.system_prompt),
+                )
+                if v
+            ]
+            if given:
+                raise ConfigError(f"{', '.join(given)} need a --target (the model to send to)")
+            return
+        if not self.judges:
+            raise ConfigError(
+                "an end-to-end run needs at least one --judge, e.g. --judge refusal --judge leak"
+            )
+
+    def to_dict(self, canary: str | None) -> dict[str, Any]:
+        """What the benchmark manifest records (resume checks it, and reuses the canary)."""
+        return {
+            "target": self.target,
+            "judges": list(self.judges),
+            "rule": self.rule,
+            "output_defense": self.output_defense,
+            "system_prompt": self.system_prompt,
+            "screen": self.screen,
+            "canary": canary,
+        }
+
+
+def _system_prompt(value: str | None) -> str:
+    from shieldbench.targets import DEFAULT_SYSTEM_PROMPT
+
+    if value is None:
+        return DEFAULT_SYSTEM_PROMPT
+    if value.startswith("@"):
+        path = Path(value[1:])
+        try:
+            return path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(
+                f"--system-prompt {value}: cannot read {path}: {exc.strerror}"
+            ) from None
+    return value
+
+
+def build_plan(options: E2EOptions, canary: str | None = None) -> EndToEnd | None:
+    """The engine's :class:`EndToEnd` from the options; ``None`` without ``--target``."""
+    options.check()
+    if options.target is None:
+        return None
+    from shieldbench.defenses import build_defense
+    from shieldbench.engine import EndToEnd
+    from shieldbench.judges import COMBINE_RULES, build_judge
+    from shieldbench.targets import SCREEN_MODES, build_target, new_canary, system_prompt_with
+
+    if options.rule not in COMBINE_RULES:
+        raise ConfigError(
+            f"--judge-rule {options.rule!r}: choose one of {', '.join(COMBINE_RULES)}"
+        )
+    if options.screen not in SCREEN_MODES:
+        raise ConfigError(f"--screen {options.screen!r}: choose one of {', '.join(SCREEN_MODES)}")
+    template = _system_prompt(options.system_prompt)
+    if canary is None and "{canary}" in template:
+        canary = new_canary()
+    prompt = system_prompt_with(template, canary)
+    judges = tuple(build_judge(spec) for spec in options.judges)
+    output = None
+    if options.output_defense is not None:
+        output = build_defense(options.output_defense)
+        bind = getattr(output, "bind", None)
+        if callable(bind):
+            output = bind(canary=canary, system_prompt=prompt)
+    return EndToEnd(
+        target=build_target(options.target),
+        judges=judges,
+        rule=options.rule,  # type: ignore[arg-type]
+        output_defense=output,
+        system_prompt=prompt,
+        canary=canary if "{canary}" in template else None,
+        screen=options.screen,  # type: ignore[arg-type]
+        target_spec=options.target,
+        judge_specs=options.judges,
+        output_defense_spec=options.output_defense,
+    )
+
+
+def close_plan(plan: EndToEnd | None) -> None:
+    """Close the target, the judges and the output defense that have a ``close()``."""
+    if plan is None:
+        return
+    for part in (plan.target, *plan.judges, plan.output_defense):
+        close = getattr(part, "close", None)
+        if callable(close):
+            close()
+
+
+def read_accuracy(path: Path | None) -> tuple[Rate, Rate] | None:
+    """Sensitivity and specificity from a ``judges evaluate --json`` file."""
+    if path is None:
+        return None
+    from shieldbench.metrics import rate
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        se, sp = data["sensitivity"], data["specificity"]
+        return rate(int(se["k"]), int(se["n"])), rate(int(sp["k"]), int(sp["n"]))
+    except OSError as exc:
+        raise ConfigError(f"--judge-accuracy {path}: cannot read: {exc.strerror}") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(
+            f"--judge-accuracy {path}: not the JSON of 'shieldbench judges evaluate --json'"
+            f" ({type(exc).__name__}: {exc})"
+        ) from None
+
+
+def print_end_to_end(runs: Sequence[Run], accuracy: tuple[Rate, Rate] | None) -> None:
+    """The end-to-end table (and McNemar between defenses) for runs with a target."""
+    from shieldbench.metrics import compare_end_to_end, end_to_end_summary, has_end_to_end
+
+    usable = [r for r in runs if has_end_to_end(r)]
+    if not usable:
+        return
+    se, sp = accuracy if accuracy is not None else (None, None)
+    first = usable[0].end_to_end
+    target = first.get("target") or {}
+    judges = ", ".join(first.get("judges") or [])
+    table = Table(
+        title=f"end to end: target {target.get('spec')}, judges {judges}"
+        f" (rule {first.get('rule')}; 95% Wilson intervals)",
+        title_justify="left",
+        highlight=False,
+    )
+    for column in (
+        "defense",
+        "dataset",
+        "attack success (ASR)",
+        "benign utility",
+        "stopped: defense / output / model",
+        "errors",
+    ):
+        table.add_column(column, overflow="fold")
+    if accuracy is not None:
+        table.add_column("ASR corrected for the judge")
+    for run in usable:
+        s = end_to_end_summary(run, sensitivity=se, specificity=sp)
+        stops = " / ".join(
+            "–" if r.value is None else f"{100 * r.value:.1f}%"
+            for r in (s.stopped_by_defense, s.stopped_by_output_defense, s.stopped_by_model)
+        )
+        row = [
+            run.defense.spec,
+            run.dataset.spec,
+            format_rate(s.asr),
+            format_rate(s.utility),
+            stops,
+            str(s.attack_outcomes.get("error", 0) + s.benign_outcomes.get("error", 0)),
+        ]
+        if accuracy is not None:
+            c = s.corrected
+            row.append(
+                "–"
+                if c is None
+                else f"{100 * c.value:.1f}% [{100 * c.ci_low:.1f}–{100 * c.ci_high:.1f}]"
+            )
+        table.add_row(*row)
+    console.print(table)
+    for pair in compare_end_to_end(usable):
+        t = pair.table
+        console.print(
+            f"  McNemar on end-to-end success, {pair.a} vs {pair.b}: only {pair.a} let through"
+            f" {t.only_a}, only {pair.b} {t.only_b}, p={pair.test.p_value:.3g}"
+            f" ({pair.test.method})",
+            highlight=False,
+        )
+
+
+@judges_app.command("list")
+def judges_list() -> None:
+    """The registered judges with their spec syntax."""
+    from shieldbench.judges import judges
+
+    table = Table(highlight=False)
+    for column in ("name", "usage", "description"):
+        table.add_column(column, overflow="fold")
+    for info in judges:
+        table.add_row(info.name, info.usage, info.description)
+    console.print(table)
+
+
+@targets_app.command("list")
+def targets_list() -> None:
+    """The registered targets with their spec syntax."""
+    from shieldbench.targets import targets
+
+    table = Table(highlight=False)
+    for column in ("name", "usage", "description"):
+        table.add_column(column, overflow="fold")
+    for info in targets:
+        table.add_row(info.name, info.usage, info.description)
+    console.print(table)
+
+
+@judges_app.command("evaluate")
+def judges_evaluate(
+    judge: Annotated[str, typer.Option("--judge", "-j", help="Judge spec to measure.")],
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            help="Labelled answers (JSONL: answer, success); default: the set shipped"
+            " for this judge."
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON (for --judge-accuracy).")
+    ] = False,
+) -> None:
+    """Measure a judge's sensitivity and specificity on labelled answers."""
+    from shieldbench.judges import build_judge, builtin_set, evaluate_judge, load_labelled
+    from shieldbench.spec import parse_spec
+
+    built = build_judge(judge)
+    if data is None:
+        answers = builtin_set(parse_spec(judge).name)
+        where = f"builtin:{parse_spec(judge).name}"
+    else:
+        answers = load_labelled(data)
+        where = str(data)
+    result = evaluate_judge(built, answers, data=where)
+    if as_json:
+        console.print_json(json.dumps(result.to_dict()))
+        return
+    console.print(f"judge [bold]{judge}[/] on {where} ({len(answers)} answers):", highlight=False)
+    console.print(f"  sensitivity {format_rate(result.sensitivity)}", highlight=False)
+    console.print(f"  specificity {format_rate(result.specificity)}", highlight=False)
+    console.print(f"  accuracy    {format_rate(result.accuracy)}", highlight=False)
+    if result.errors:
+        console.print(f"  errors      {result.errors}", highlight=False)
+    if result.wrong:
+        console.print(f"  wrong on: {', '.join(result.wrong)}", highlight=False)
+
+
+def settle_manifest(
+    folder: Path, options: E2EOptions, canary: str | None, resume: bool
+) -> str | None:
+    """Record the end-to-end settings in ``benchmark.json``; on resume, check and reuse them.
+
+    Returns the canary every pair of the benchmark uses (the stored one on resume).
+    """
+    from shieldbench.errors import RunError
+
+    path = folder / "benchmark.json"
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    stored = manifest.get("end_to_end")
+    if resume and stored is not None:
+        asked = options.to_dict(stored.get("canary"))
+        if asked != stored:
+            raise RunError(
+                f"{path}: the interrupted benchmark ran end to end with {stored!r}; this command"
+                f" asks for {asked!r}. Resume with the same --target/--judge options."
+            )
+        return stored.get("canary")  # type: ignore[no-any-return]
+    if resume and stored is None:
+        raise RunError(f"{path}: the interrupted benchmark had no --target; resume without it")
+    manifest["end_to_end"] = options.to_dict(canary)
+    path.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    return canary
