@@ -59,7 +59,6 @@ def _b64(chunk: str) -> str | None:
 def canary_views(answer: str) -> Iterator[tuple[str, str]]:
     """``(view name, text)``: the answer as written and decoded in the usual ways."""
     plain = unicodedata.normalize("NFKC", answer).translate(_ZERO_WIDTH)
-    yield "exact", answer
     yield "normalised", plain
     yield "reversed", plain[::-1]
     yield "rot13", codecs.decode(plain, "rot13")
