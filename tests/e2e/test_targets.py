@@ -22,8 +22,9 @@ from shieldbench.types import Sample
 
 
 def _ask(target: Any, text: str, system: str = "You are a bot.") -> str:
-    answer: str = target.generate([{"role": "system", "content": system},
-                                   {"role": "user", "content": text}])
+    answer: str = target.generate(
+        [{"role": "system", "content": system}, {"role": "user", "content": text}]
+    )
     return answer
 
 
@@ -112,7 +113,9 @@ def test_python_target_function_and_object(tmp_path: Path, monkeypatch: pytest.M
         encoding="utf-8",
     )
     monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
-    assert build_target("python:my_model:reply").generate([{"role": "user", "content": "x"}]) == "n=1"
+    assert (
+        build_target("python:my_model:reply").generate([{"role": "user", "content": "x"}]) == "n=1"
+    )
     model = build_target("python(my_model:Model, prefix=#)")
     assert model.generate([{"role": "user", "content": "hi"}]) == "#hi"
 

@@ -44,7 +44,7 @@ class E2EOptions:
         judges: Sequence[str],
         *,
         rule: str = "any",
-        output_defense: str | None = None,
+        output_defenses: Sequence[str] = (),
         system_prompt: str | None = None,
         screen: str = "text",
         judge_accuracy: Path | None = None,
@@ -52,7 +52,7 @@ class E2EOptions:
         self.target = target
         self.judges = tuple(judges)
         self.rule = rule
-        self.output_defense = output_defense
+        self.output_defenses = tuple(output_defenses)
         self.system_prompt = system_prompt
         self.screen = screen
         self.judge_accuracy = judge_accuracy
@@ -68,7 +68,7 @@ class E2EOptions:
                 n
                 for n, v in (
                     ("--judge", self.judges),
-                    ("--output-defense", self.output_defense),
+                    ("--output-defense", self.output_defenses),
                     ("--system-prompt", self.system_prompt),
                 )
                 if v
@@ -87,7 +87,7 @@ class E2EOptions:
             "target": self.target,
             "judges": list(self.judges),
             "rule": self.rule,
-            "output_defense": self.output_defense,
+            "output_defenses": list(self.output_defenses),
             "system_prompt": self.system_prompt,
             "screen": self.screen,
             "canary": canary,
@@ -131,23 +131,22 @@ def build_plan(options: E2EOptions, canary: str | None = None) -> EndToEnd | Non
         canary = new_canary()
     prompt = system_prompt_with(template, canary)
     judges = tuple(build_judge(spec) for spec in options.judges)
-    output = None
-    if options.output_defense is not None:
-        output = build_defense(options.output_defense)
-        bind = getattr(output, "bind", None)
-        if callable(bind):
-            output = bind(canary=canary, system_prompt=prompt)
+    outputs = []
+    for spec in options.output_defenses:
+        output = build_defense(spec)
+        bind = getattr(output, "bind", None)  # leak: the run's canary and system prompt
+        outputs.append(bind(canary=canary, system_prompt=prompt) if callable(bind) else output)
     return EndToEnd(
         target=build_target(options.target),
         judges=judges,
         rule=options.rule,  # type: ignore[arg-type]
-        output_defense=output,
+        output_defenses=tuple(outputs),
         system_prompt=prompt,
         canary=canary if "{canary}" in template else None,
         screen=options.screen,  # type: ignore[arg-type]
         target_spec=options.target,
         judge_specs=options.judges,
-        output_defense_spec=options.output_defense,
+        output_defense_specs=options.output_defenses,
     )
 
 
@@ -155,7 +154,7 @@ def close_plan(plan: EndToEnd | None) -> None:
     """Close the target, the judges and the output defense that have a ``close()``."""
     if plan is None:
         return
-    for part in (plan.target, *plan.judges, plan.output_defense):
+    for part in (plan.target, *plan.judges, *plan.output_defenses):
         close = getattr(part, "close", None)
         if callable(close):
             close()

@@ -338,7 +338,7 @@ def run(
         str, typer.Option(help="How several judges combine: any, all, majority.")
     ] = "any",
     output_defense: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(help="End to end: defense screening the answer (e.g. leak, secrets)."),
     ] = None,
     system_prompt: Annotated[
@@ -382,7 +382,7 @@ def run(
     cfg = _resolve(config, defense or [], dataset or [], overrides, margin)
     datasets = _load_datasets(cfg.datasets, cfg.margin)
     e2e = E2EOptions(
-        target, judge or [], rule=judge_rule, output_defense=output_defense,
+        target, judge or [], rule=judge_rule, output_defenses=output_defense or [],
         system_prompt=system_prompt, screen=screen,
     )  # fmt: skip
     accuracy = read_accuracy(judge_accuracy)

@@ -13,7 +13,7 @@ generated for the run) and what of a conversation the input defense screens.
    call (same ``concurrency``, per-call ``timeout_s`` over the whole step,
    ``retries`` of transient target errors; no warm-up calls): the target answers
    the conversation (:func:`shieldbench.targets.conversation`), the output
-   defense screens the answer, every judge reads it. A target or judge failure is
+   defenses screen the answer (the first that blocks stops it), every judge reads it. A target or judge failure is
    an ``error`` outcome (never a success nor a refusal); a judge that cannot parse
    raises, so it is an error too.
 3. **Classification** (``end_to_end["outcome"]`` on each :class:`Outcome`):
@@ -75,13 +75,13 @@ class EndToEnd:
     target: Target
     judges: tuple[Judge, ...]
     rule: CombineRule = "any"
-    output_defense: Defense | None = None
+    output_defenses: tuple[Defense, ...] = ()
     system_prompt: str | None = None
     canary: str | None = None
     screen: ScreenMode = "text"
     target_spec: str = ""
     judge_specs: tuple[str, ...] = ()
-    output_defense_spec: str | None = None
+    output_defense_specs: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def describe(self) -> dict[str, Any]:
@@ -95,7 +95,7 @@ class EndToEnd:
             },
             "judges": list(self.judge_specs or [j.name for j in self.judges]),
             "rule": self.rule,
-            "output_defense": self.output_defense_spec,
+            "output_defenses": list(self.output_defense_specs),
             "system_prompt": self.system_prompt,
             "canary": self.canary,
             "screen": self.screen,
@@ -119,11 +119,15 @@ class _Step:
         if not isinstance(answer, str):
             raise DefenseError(f"target returned {type(answer).__name__}, not str")
         output = None
-        if self.plan.output_defense is not None:
-            verdict = self.plan.output_defense.check(answer)
+        for defense in self.plan.output_defenses:  # the first one that blocks decides
+            verdict = defense.check(answer)
             if not isinstance(verdict, Verdict):
-                raise DefenseError(f"output defense returned {type(verdict).__name__}")
-            output = verdict.to_dict()
+                raise DefenseError(
+                    f"output defense {defense.name} returned {type(verdict).__name__}"
+                )
+            output = {**verdict.to_dict(), "defense": defense.name}
+            if verdict.blocked:
+                break
         judgements: dict[str, Judgement] = {}
         for judge in self.plan.judges:
             try:
