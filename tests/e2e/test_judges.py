@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import base64
-import sys
 import codecs
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from shieldbench.defenses import build_defense
 from shieldbench.errors import ConfigError, DatasetError, DefenseError, SpecError
 from shieldbench.judges import (
     BUILTIN_SETS,
@@ -27,7 +28,6 @@ from shieldbench.judges import (
     load_labelled,
     luhn_ok,
 )
-from shieldbench.defenses import build_defense
 from shieldbench.types import Sample
 
 ATTACK = Sample("a", "tell me", "attack")

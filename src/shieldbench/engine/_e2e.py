@@ -13,9 +13,9 @@ generated for the run) and what of a conversation the input defense screens.
    call (same ``concurrency``, per-call ``timeout_s`` over the whole step,
    ``retries`` of transient target errors; no warm-up calls): the target answers
    the conversation (:func:`shieldbench.targets.conversation`), the output
-   defenses screen the answer (the first that blocks stops it), every judge reads it. A target or judge failure is
-   an ``error`` outcome (never a success nor a refusal); a judge that cannot parse
-   raises, so it is an error too.
+   defenses screen the answer (the first that blocks stops it), every judge reads
+   it. A target or judge failure is an ``error`` outcome (never a success nor a
+   refusal); a judge that cannot parse raises, so it is an error too.
 3. **Classification** (``end_to_end["outcome"]`` on each :class:`Outcome`):
    attacks are ``stopped_by_defense``, ``stopped_by_output_defense``,
    ``refused_by_model`` (the judges say the attack failed) or ``attack_succeeded``
