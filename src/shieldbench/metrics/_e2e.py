@@ -174,7 +174,7 @@ class FunnelRow:
 
 @dataclass(frozen=True, slots=True)
 class JudgeAgreement:
-    """Two judges on the same answers: how often they agree, and Cohen's kappa."""
+    """Two judges on the same answers to attacks: how often they agree, and Cohen's kappa."""
 
     a: str
     b: str
@@ -252,7 +252,9 @@ def _kappa(pairs: Sequence[tuple[bool, bool]]) -> tuple[float | None, float | No
 
 
 def _agreement(run: Run) -> tuple[JudgeAgreement, ...]:
-    judged = [o.end_to_end.get("judgements") or {} for o in run.outcomes if o.end_to_end]
+    judged = [
+        (o.end_to_end or {}).get("judgements") or {} for s, o in run.pairs() if s.is_attack
+    ]
     keys = sorted({k for j in judged for k in j})
     out = []
     for i, a in enumerate(keys):
