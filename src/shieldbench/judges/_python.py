@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from shieldbench.defenses._python_spec import _factory_kwargs, _resolve
+from shieldbench.defenses.adapters._python_spec import _factory_kwargs, _resolve
 from shieldbench.errors import DefenseError, SpecError
 from shieldbench.judges._protocol import Judge, JudgeContext, Judgement
 from shieldbench.spec import Spec

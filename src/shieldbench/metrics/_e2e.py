@@ -252,9 +252,7 @@ def _kappa(pairs: Sequence[tuple[bool, bool]]) -> tuple[float | None, float | No
 
 
 def _agreement(run: Run) -> tuple[JudgeAgreement, ...]:
-    judged = [
-        (o.end_to_end or {}).get("judgements") or {} for s, o in run.pairs() if s.is_attack
-    ]
+    judged = [(o.end_to_end or {}).get("judgements") or {} for s, o in run.pairs() if s.is_attack]
     keys = sorted({k for j in judged for k in j})
     out = []
     for i, a in enumerate(keys):

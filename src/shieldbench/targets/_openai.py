@@ -25,9 +25,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from shieldbench.defenses._clients import ClientPool
-from shieldbench.defenses._llm import net_options, resolve_endpoint
-from shieldbench.defenses._net import (
+from shieldbench.defenses.remote._clients import ClientPool
+from shieldbench.defenses.remote._llm import net_options, resolve_endpoint
+from shieldbench.defenses.remote._net import (
     DEFAULT_NET,
     JSON_HEADERS,
     NetOptions,

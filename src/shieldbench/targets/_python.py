@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from shieldbench.defenses._python_spec import _factory_kwargs, _resolve
+from shieldbench.defenses.adapters._python_spec import _factory_kwargs, _resolve
 from shieldbench.errors import DefenseError, SpecError
 from shieldbench.spec import Spec
 from shieldbench.targets._protocol import Message, Target
