@@ -9,7 +9,7 @@ benchmark.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -56,6 +56,18 @@ class E2EOptions:
         self.system_prompt = system_prompt
         self.screen = screen
         self.judge_accuracy = judge_accuracy
+
+    @classmethod
+    def from_config(cls, section: Mapping[str, Any]) -> E2EOptions:
+        """From a config file's ``end_to_end:`` section (see :mod:`shieldbench.config`)."""
+        return cls(
+            section["target"],
+            section.get("judges") or (),
+            rule=section.get("rule") or "any",
+            output_defenses=section.get("output_defenses") or (),
+            system_prompt=section.get("system_prompt"),
+            screen=section.get("screen") or "text",
+        )
 
     @property
     def active(self) -> bool:

@@ -385,6 +385,8 @@ def run(
         target, judge or [], rule=judge_rule, output_defenses=output_defense or [],
         system_prompt=system_prompt, screen=screen,
     )  # fmt: skip
+    if target is None and cfg.end_to_end is not None:  # the config file's end_to_end section
+        e2e = E2EOptions.from_config(cfg.end_to_end)
     accuracy = read_accuracy(judge_accuracy)
     plan = build_plan(e2e)  # every spec checked before anything is written
     built = {spec: build_defense(spec) for spec in cfg.defenses}
