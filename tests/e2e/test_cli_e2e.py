@@ -197,3 +197,44 @@ def test_judges_and_targets_lists_and_evaluate_text(
     )
     assert code == 2
     assert "no labelled set ships" in output
+
+
+def test_compare_flags_a_drift_of_the_behavioural_profile(tmp_path: Path) -> None:
+    from shieldbench.datasets import load_dataset
+    from shieldbench.defenses import build_defense
+    from shieldbench.engine import EndToEnd, run_defense
+    from shieldbench.judges import build_judge
+    from shieldbench.runio import save_run
+    from shieldbench.targets import FunctionTarget
+    from shieldbench.types import RunConfig
+
+    def helpful(messages: Any) -> str:
+        return "Sure, here is a detailed answer to your question about the product."
+
+    def grumpy(messages: Any) -> str:
+        text = str(messages[-1]["content"])
+        return "I'm sorry, but I can't help with that." if len(text) % 2 else helpful(messages)
+
+    data = load_dataset("sample(builtin:core, n=160, seed=1)")
+    paths = []
+    for name, fn in (("helpful", helpful), ("grumpy", grumpy)):
+        plan = EndToEnd(FunctionTarget(fn, name=name), (build_judge("refusal(embed=false)"),))
+        run = run_defense(
+            build_defense("none"),
+            data,
+            config=RunConfig(warmup=0),
+            end_to_end=plan,
+            defense_spec="none",
+        )
+        paths.append(str(save_run(run, tmp_path / f"{name}.json")))
+    result = runner.invoke(
+        app,
+        ["compare", *paths, "--out", str(tmp_path / "cmp"), "--json", str(tmp_path / "cmp.json")],
+        env={"COLUMNS": "200"},
+    )
+    assert result.exit_code == 0, result.output
+    assert "behavioural profile of benign answers" in result.output
+    drift = json.loads((tmp_path / "cmp.json").read_text(encoding="utf-8"))["profile_drift"][0]
+    flagged = {f["name"] for f in drift["figures"] if f["drifted"]}
+    assert "refused" in flagged
+    assert "leak" not in flagged

@@ -191,3 +191,33 @@ def test_profile_drift_flags_what_changed_only() -> None:
     assert [f.name for f in german.figures if f.drifted] == ["language_mix"]
     with pytest.raises(StatisticsError, match="not a behavioural profile"):
         profile_drift(a, {"n": 3})
+
+
+def test_length_interval_is_welchs_as_scipy_computes_it() -> None:
+    from scipy import stats
+
+    a_len = [120 + (i * 37) % 90 for i in range(80)]
+    b_len = [100 + (i * 53) % 140 for i in range(60)]
+    a = {
+        "n": 80,
+        "refused": 0,
+        "leak": 0,
+        "secret": 0,
+        "pii": 0,
+        "lengths": a_len,
+        "languages": {"en": 80},
+    }
+    b = {
+        "n": 60,
+        "refused": 0,
+        "leak": 0,
+        "secret": 0,
+        "pii": 0,
+        "lengths": b_len,
+        "languages": {"en": 60},
+    }
+    figure = next(f for f in profile_drift(a, b).figures if f.name == "answer_length")
+    ci = stats.ttest_ind(b_len, a_len, equal_var=False).confidence_interval(0.95)
+    assert (figure.ci_low, figure.ci_high) == (pytest.approx(ci.low), pytest.approx(ci.high))
+    mw = stats.mannwhitneyu(b_len, a_len, alternative="two-sided").pvalue
+    assert figure.p_value == pytest.approx(mw)

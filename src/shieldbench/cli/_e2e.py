@@ -342,3 +342,37 @@ def settle_manifest(
     manifest["end_to_end"] = options.to_dict(canary)
     path.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return canary
+
+
+def print_profile_drift(runs: Sequence[Run], *, alpha: float) -> list[dict[str, Any]]:
+    """Each run's behavioural profile against the first one's; the drifts as JSON data."""
+    from shieldbench.metrics import profile_drift
+
+    with_profile = [r for r in runs if isinstance(r.end_to_end.get("profile"), Mapping)]
+    if len(with_profile) < 2:
+        return []
+    base = with_profile[0]
+    found = []
+    for other in with_profile[1:]:
+        drift = profile_drift(base.end_to_end["profile"], other.end_to_end["profile"], alpha=alpha)
+        found.append({"a": base.id, "b": other.id, **drift.to_dict()})
+        table = Table(
+            title=f"behavioural profile of benign answers: {other.defense.spec} ({other.id}) vs"
+            f" {base.defense.spec} ({base.id}); Holm-adjusted, alpha {alpha:g}",
+            title_justify="left",
+            highlight=False,
+        )
+        for column in ("figure", "A", "B", "B - A [95% CI]", "p (adjusted)", "drift"):
+            table.add_column(column, overflow="fold")
+        for f in drift.figures:
+
+            def num(x: float | None) -> str:
+                return "–" if x is None else f"{x:.3g}"
+
+            interval = "" if f.ci_low is None else f" [{num(f.ci_low)}, {num(f.ci_high)}]"
+            table.add_row(
+                f.name, num(f.a), num(f.b), f"{num(f.difference)}{interval}",
+                f"{f.p_adjusted:.3g}", "[bold red]DRIFT[/]" if f.drifted else "no",
+            )  # fmt: skip
+        console.print(table)
+    return found
