@@ -238,3 +238,36 @@ def test_compare_flags_a_drift_of_the_behavioural_profile(tmp_path: Path) -> Non
     flagged = {f["name"] for f in drift["figures"] if f["drifted"]}
     assert "refused" in flagged
     assert "leak" not in flagged
+
+
+def test_attack_sends_its_bypasses_to_the_target(chat_server: Any, tmp_path: Path) -> None:
+    out = tmp_path / "attack"
+    result = runner.invoke(
+        app,
+        [
+            "attack",
+            "-d",
+            "pattern",
+            "-D",
+            "builtin:smoke",
+            "--out",
+            str(out),
+            "--budget",
+            "60",
+            "--rounds",
+            "1",
+            "--target",
+            f"openai:scripted@{chat_server.url}",
+            "--judge",
+            "refusal(embed=false)",
+            "--judge",
+            "leak",
+        ],
+        env={"COLUMNS": "200"},
+    )
+    assert result.exit_code == 0, result.output
+    run = load_run(out / "end_to_end.json")
+    bypasses = [line for line in (out / "bypasses.jsonl").read_text().splitlines() if line]
+    assert len(run.samples) == len(bypasses) > 0
+    assert all(o.end_to_end and o.end_to_end["reached_target"] for o in run.outcomes)
+    assert "end to end: target" in result.output

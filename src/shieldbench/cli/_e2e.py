@@ -376,3 +376,30 @@ def print_profile_drift(runs: Sequence[Run], *, alpha: float) -> list[dict[str, 
             )  # fmt: skip
         console.print(table)
     return found
+
+
+def attack_end_to_end(
+    bypasses: Any, plan: EndToEnd, config: Any, out: Path, attacked: str
+) -> Path | None:
+    """Send an attack's bypasses to the target: do they also beat the model?
+
+    The bypasses already got past ``attacked``, so they go straight to the model
+    (the ``none`` defense); the run is saved as ``end_to_end.json`` in ``out`` and
+    its end-to-end table printed. Returns the run file (``None`` without bypasses).
+    """
+    from shieldbench.defenses import build_defense
+    from shieldbench.engine import run_defense
+    from shieldbench.runio import save_run
+
+    if not bypasses.samples:
+        console.print("end to end: no bypass to send to the target", highlight=False)
+        return None
+    run = run_defense(
+        build_defense("none"),
+        bypasses,
+        config=config,
+        defense_spec=f"bypasses of {attacked}",
+        end_to_end=plan,
+    )
+    print_end_to_end([run], None)
+    return save_run(run, out / "end_to_end.json")
