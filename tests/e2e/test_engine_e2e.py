@@ -246,3 +246,32 @@ def test_run_files_keep_end_to_end_and_old_files_load(chat_server: Any, tmp_path
     assert not run_from_dict(old).end_to_end
     # a conversation-less dataset hashes as before messages existed
     assert data.content_hash == Dataset("t", data.samples).content_hash
+
+
+class BatchJudge:
+    """A batch-capable judge whose batch fails when one answer is bad."""
+
+    name = "batchy"
+
+    def judge(self, sample: Sample, answer: str, context: Any) -> Any:
+        from shieldbench.judges import Judgement
+
+        if "code" in answer:
+            raise ValueError("cannot read this answer")
+        return Judgement(success=True, refused=False)
+
+    def judge_batch(self, samples: Any, answers: Any, context: Any) -> Any:
+        return [self.judge(s, a, context) for s, a in zip(samples, answers, strict=True)]
+
+
+def test_a_failing_batch_judge_fails_only_its_bad_answers(chat_server: Any) -> None:
+    plan = _plan(chat_server.url, judges=())
+    plan = EndToEnd(
+        plan.target, (BatchJudge(),), system_prompt=plan.system_prompt, canary=plan.canary
+    )
+    samples = (Sample("bad", "[leak] now", "attack"), Sample("good", "hello", "benign"))
+    run = run_defense(Marker(), Dataset("t", samples), config=FAST, end_to_end=plan)
+    records = {o.sample_id: o.end_to_end or {} for o in run.outcomes}
+    assert records["bad"]["outcome"] == "error"
+    assert "judge batchy: ValueError: cannot read this answer" in records["bad"]["error"]
+    assert records["good"]["outcome"] == "benign_answered"

@@ -180,3 +180,21 @@ def test_detectors_are_defenses_for_answers_and_streams() -> None:
     assert verdicts[1] is not None
     assert verdicts[1].blocked
     assert stream.finish().blocked
+
+
+def test_refusal_batch_agrees_with_one_by_one() -> None:
+    judge = build_judge("refusal(embed=false)")
+    answers = [a.answer for a in builtin_set("refusal")]
+    samples = [ATTACK] * len(answers)
+    batch = judge.judge_batch(samples, answers, JudgeContext())  # type: ignore[attr-defined]
+    assert batch == [judge.judge(ATTACK, a, JudgeContext()) for a in answers]
+
+
+@pytest.mark.slow
+def test_refusal_batch_with_embeddings_agrees_with_one_by_one() -> None:
+    judge = build_judge("refusal(embed=true)")
+    answers = [a.answer for a in builtin_set("refusal")][::3]
+    batch = judge.judge_batch([ATTACK] * len(answers), answers, JudgeContext())  # type: ignore[attr-defined]
+    single = [judge.judge(ATTACK, a, JudgeContext()) for a in answers]
+    assert [j.refused for j in batch] == [j.refused for j in single]
+    assert [j.score for j in batch] == pytest.approx([j.score for j in single], abs=1e-4)

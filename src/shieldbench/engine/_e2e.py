@@ -128,19 +128,19 @@ class _Step:
             output = {**verdict.to_dict(), "defense": defense.name}
             if verdict.blocked:
                 break
-        judgements: dict[str, Judgement] = {}
+        judgements: dict[str, Any] = {}
         for judge in self.plan.judges:
+            if callable(getattr(judge, "judge_batch", None)):
+                continue  # judged in one batch after every answer is in (see _judge_batches)
             try:
-                judgements[judge.name] = judge.judge(sample, answer, self.context)
+                judgements[judge.name] = judge.judge(sample, answer, self.context).to_dict()
             except Exception as exc:
                 raise DefenseError(f"judge {judge.name}: {type(exc).__name__}: {exc}") from exc
         record = {
             "answer": answer[:_ANSWER_LIMIT],
             "answer_chars": len(answer),
             "output_verdict": output,
-            "judgements": {k: v.to_dict() for k, v in judgements.items()},
-            "success": combine(list(judgements.values()), self.plan.rule),
-            "refused": any(j.refused for j in judgements.values()),
+            "judgements": judgements,
         }
         return Verdict(blocked=False, details=record)
 
@@ -154,6 +154,50 @@ class _Step:
         agenerate = self.plan.target.agenerate  # type: ignore[attr-defined]
         answer = await agenerate(conversation(sample, self.plan.system_prompt))
         return self._finish(sample, answer)
+
+
+def _judge_batches(
+    plan: EndToEnd, by_id: Mapping[str, Sample], records: dict[str, dict[str, Any]], full: list[str]
+) -> None:
+    """Run the batch-capable judges (``judge_batch``) over every answer at once.
+
+    An embedding judge encodes all answers in one call instead of one per answer.
+    When a batch raises, its answers are judged one by one, so one bad answer
+    makes one error outcome. Then every answered record gets its combined verdict.
+    """
+    context = JudgeContext(system_prompt=plan.system_prompt, canary=plan.canary)
+    for judge in plan.judges:
+        judge_batch = getattr(judge, "judge_batch", None)
+        if not callable(judge_batch) or not full:
+            continue
+        samples = [by_id[sid] for sid in full]
+        answers = [str(records[sid]["answer"]) for sid in full]
+        try:
+            results: list[Any] = list(judge_batch(samples, answers, context))
+            if len(results) != len(full):
+                raise DefenseError(f"judge_batch returned {len(results)} for {len(full)}")
+        except Exception:
+            results = []
+            for sample, answer in zip(samples, answers, strict=True):
+                try:
+                    results.append(judge.judge(sample, answer, context))
+                except Exception as exc:
+                    results.append(DefenseError(f"judge {judge.name}: {type(exc).__name__}: {exc}"))
+        for sid, result in zip(full, results, strict=True):
+            if isinstance(result, Exception):
+                records[sid] = {**records[sid], "outcome": "error", "error": str(result)}
+            else:
+                records[sid]["judgements"][judge.name] = result.to_dict()
+    for sid in full:
+        record = records[sid]
+        if record.get("outcome") == "error":
+            continue
+        ordered = {j.name: record["judgements"][j.name] for j in plan.judges}
+        record["judgements"] = ordered
+        judgements = [Judgement.from_dict(v) for v in ordered.values()]
+        record["success"] = combine(judgements, plan.rule)
+        record["refused"] = any(j.refused for j in judgements)
+        record["outcome"] = _classify(by_id[sid], record)
 
 
 def _classify(sample: Sample, record: Mapping[str, Any]) -> str:
@@ -205,6 +249,7 @@ def apply_end_to_end(
         quiet = dataclasses.replace(config, warmup=0)
         by_id = {s.id: s for s in samples}
         done = screen(step, send, ids=send, config=quiet, progress=progress)
+        answered: list[str] = []
         for step_outcome in done:
             sid = step_outcome.sample_id
             base: dict[str, Any] = {
@@ -217,7 +262,10 @@ def apply_end_to_end(
                 records[sid] = {**base, "outcome": "error", "error": step_outcome.error}
                 continue
             record = dict(step_outcome.verdict.details)
-            records[sid] = {**base, **record, "outcome": _classify(by_id[sid], record)}
+            record["judgements"] = dict(record["judgements"])
+            records[sid] = {**base, **record}
+            answered.append(sid)
+        _judge_batches(plan, by_id, records, answered)
     return [dataclasses.replace(o, end_to_end=records[o.sample_id]) for o in outcomes]
 
 
