@@ -245,9 +245,9 @@ def print_end_to_end(runs: Sequence[Run], accuracy: tuple[Rate, Rate] | None) ->
     for pair in compare_end_to_end(usable):
         t = pair.table
         console.print(
-            f"  McNemar on end-to-end success, {pair.a} vs {pair.b}: only {pair.a} let through"
-            f" {t.only_a}, only {pair.b} {t.only_b}, p={pair.test.p_value:.3g}"
-            f" ({pair.test.method})",
+            f"  McNemar on end-to-end success, {pair.a} vs {pair.b}: {t.only_a} attacks"
+            f" succeeded only with {pair.a}, {t.only_b} only with {pair.b}, {t.both} with both;"
+            f" p={pair.test.p_value:.3g} ({pair.test.method})",
             highlight=False,
         )
 
