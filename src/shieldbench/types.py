@@ -84,7 +84,7 @@ class Sample:
     tier: Tier | None = None
     source: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, compare=False)
-    messages: tuple[Mapping[str, str], ...] | None = None
+    messages: tuple[Mapping[str, str], ...] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         if self.messages is not None:
