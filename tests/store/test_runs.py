@@ -47,7 +47,17 @@ def _odd_run(run_id: str = "odd-1") -> Run:
         ),
         Sample("b", "hello\u200bworld", "benign", "chat"),
         Sample("c", "x" * 5000, "attack", "jailbreak", severity="critical", tier="novel"),
-        Sample("d", "tab\tnew\nline", "benign", "chat", metadata={"n": 3}),
+        Sample(
+            "d",
+            "tab\tnew\nline",
+            "benign",
+            "chat",
+            metadata={"n": 3},
+            messages=(
+                {"role": "system", "content": "be nice"},
+                {"role": "user", "content": "tab\tnew\nline"},
+            ),
+        ),
     )
     outcomes = (
         Outcome(
@@ -60,7 +70,14 @@ def _odd_run(run_id: str = "odd-1") -> Run:
         ),
         Outcome("b", Verdict(False, None), "ok", latency_ms=2.0, attempts=2),
         Outcome("c", None, "error", error="TransientDefenseError: HTTP 503", attempts=3),
-        Outcome("d", None, "timeout", error="timed out after 1.0s", latency_ms=1000.5),
+        Outcome(
+            "d",
+            None,
+            "timeout",
+            error="timed out after 1.0s",
+            latency_ms=1000.5,
+            end_to_end={"answer": "sure", "judge": {"success": False, "steps": [1, 2]}},
+        ),
     )
     t0 = datetime(2026, 5, 1, 10, 0, 0, 123456, tzinfo=UTC)
     return Run(
@@ -73,6 +90,7 @@ def _odd_run(run_id: str = "odd-1") -> Run:
         t0,
         t0 + timedelta(seconds=3),
         environment={"python": "CPython 3.11", "shieldbench": "0.1.0"},
+        end_to_end={"target": "python:t", "judges": ["refusal"]},
     )
 
 

@@ -144,8 +144,8 @@ class RunTagRow(Base):
 
 class SampleSetRow(Base):
     """The samples of runs, once per distinct list: ``data`` is the UTF-8 JSON list
-    of ``[id, text, label, category, subcategory, severity, tier, source, metadata]``
-    records, in order; ``digest`` its sha256 (hex)."""
+    of ``[id, text, label, category, subcategory, severity, tier, source, metadata,
+    messages]`` records, in order; ``digest`` its sha256 (hex)."""
 
     __tablename__ = "sample_sets"
 
@@ -168,6 +168,7 @@ class OutcomeRow(Base):
     reasons: Mapped[list[str] | None] = mapped_column(JSON)
     details: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     error: Mapped[str | None] = mapped_column(Text)
+    end_to_end: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 class AttackRow(Base):

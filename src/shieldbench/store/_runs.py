@@ -121,6 +121,7 @@ def _sample_document(samples: Sequence[Sample]) -> bytes:
             s.tier,
             s.source,
             s.metadata or None,
+            None if s.messages is None else [dict(m) for m in s.messages],
         ]
         for s in samples
     ]
@@ -146,6 +147,7 @@ def _read_samples(data: bytes) -> tuple[Sample, ...]:
             tier=r[6],
             source=r[7],
             metadata=r[8] or {},
+            messages=r[9] if len(r) > 9 else None,
         )
         for r in records
     )
@@ -222,6 +224,7 @@ _OUTCOME_COLUMNS = (
     "reasons",
     "details",
     "error",
+    "end_to_end",
 )
 
 
@@ -243,6 +246,7 @@ def _outcome_rows(run_pk: int, outcomes: Sequence[Outcome]) -> list[tuple[Any, .
                     None,
                     None,
                     o.error,
+                    _e2e(o),
                 )
             )
         else:
@@ -259,9 +263,24 @@ def _outcome_rows(run_pk: int, outcomes: Sequence[Outcome]) -> list[tuple[Any, .
                     _json(list(v.reasons)),
                     _json(dict(v.details)),
                     o.error,
+                    _e2e(o),
                 )
             )
     return rows
+
+
+def _e2e(o: Outcome) -> str | None:
+    """An outcome's end-to-end record as JSON text; ``None`` when it has none (an empty
+    record is kept as ``{}``: the run file tells them apart)."""
+    return None if o.end_to_end is None else _ENCODE(_plain(o.end_to_end))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _bulk_insert(
@@ -331,6 +350,7 @@ def insert_run(
             "schema_version": run.schema_version,
             "dataset_sources": [list(s) for s in run.dataset.sources],
             "counts": figures.pop("counts"),  # rate numerators/denominators, for trends
+            "end_to_end": _plain(run.end_to_end) if run.end_to_end else None,
         },
         git_commit=git[0],
         git_branch=git[1],
@@ -377,6 +397,7 @@ def read_run(session: Session, run_id: str) -> Run:
             OutcomeRow.reasons,
             OutcomeRow.details,
             OutcomeRow.error,
+            OutcomeRow.end_to_end,
         )
         .where(OutcomeRow.run_pk == row.pk)
         .order_by(OutcomeRow.position)
@@ -399,6 +420,7 @@ def read_run(session: Session, run_id: str) -> Run:
                 error=o.error,
                 latency_ms=o.latency_ms,
                 attempts=o.attempts,
+                end_to_end=o.end_to_end,
             )
         )
     extra = row.extra
@@ -418,6 +440,7 @@ def read_run(session: Session, run_id: str) -> Run:
         finished=datetime.fromisoformat(extra["finished"]),
         environment=row.environment,
         schema_version=int(extra.get("schema_version", 1)),
+        end_to_end=extra.get("end_to_end") or {},
     )
 
 

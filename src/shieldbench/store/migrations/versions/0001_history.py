@@ -89,6 +89,7 @@ def upgrade() -> None:
         sa.Column("reasons", sa.JSON),
         sa.Column("details", sa.JSON),
         sa.Column("error", sa.Text),
+        sa.Column("end_to_end", sa.JSON),
     )
     op.create_table(
         "attacks",
