@@ -59,6 +59,7 @@ from shieldbench.metrics._curves import (
     roc_curve,
     score_arrays,
 )
+from shieldbench.metrics._grouped import GroupedComparisons, compare_pairs_by_group
 from shieldbench.metrics._intervals import (
     BOOTSTRAP_METHODS,
     INTERVAL_METHODS,
@@ -139,6 +140,7 @@ __all__ = [
     "Estimate",
     "GroupComparison",
     "GroupRates",
+    "GroupedComparisons",
     "IntervalMethod",
     "LatencyStats",
     "LeaderboardEntry",
@@ -168,6 +170,7 @@ __all__ = [
     "calibrate_threshold",
     "compare_auc",
     "compare_groups",
+    "compare_pairs_by_group",
     "compare_runs",
     "confusion",
     "confusion_from_arrays",
