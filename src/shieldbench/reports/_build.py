@@ -223,9 +223,7 @@ def _section(
     )
 
 
-def _by_category(
-    runs: Sequence[Run], labels: Sequence[str], cmp: Comparison
-) -> GroupedComparisons:
+def _by_category(runs: Sequence[Run], labels: Sequence[str], cmp: Comparison) -> GroupedComparisons:
     """Every pair's paired tests per category, read like the comparison (its policy,
     alpha, correction and interval method): what ``compare --by category`` prints."""
     s = cmp.settings

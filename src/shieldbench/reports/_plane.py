@@ -89,11 +89,7 @@ def frontier_points(
 
     def dominated(fpr: float, block: float) -> bool:
         return any(
-            f is not None
-            and b is not None
-            and f <= fpr
-            and b >= block
-            and (f < fpr or b > block)
+            f is not None and b is not None and f <= fpr and b >= block and (f < fpr or b > block)
             for _, f, b in defined
         )
 
