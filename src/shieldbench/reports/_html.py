@@ -45,7 +45,7 @@ from shieldbench.reports._format import (
 from shieldbench.reports._html_views import (
     CARDS_UP_TO,
     MatrixView,
-    chunks,
+    column_chunks,
     compact_rows,
     matrix_view,
     pairs_view,
@@ -303,7 +303,7 @@ def _context(report: Report, *, charts: bool) -> dict[str, Any]:
         "has_curves": any(r.curves is not None for r in report.runs),
         "environment": env_pairs,
         "summary_rows": summary_rows(report.runs),
-        "summary_chunks": chunks(len(report.runs)),
+        "summary_chunks": column_chunks([r.label for r in report.runs]),
         "cards": len(report.runs) <= CARDS_UP_TO,
         "compact": compact_rows(report.runs),
         "tradeoffs": [

@@ -10,7 +10,9 @@ Example:
     >>> short_id("sha256:0b510f3d4209749a5ba2f0"), short_id("r-1")
     ('sha256:0b510f3d42…', 'r-1')
     >>> chunks(13, size=6)
-    [range(0, 5), range(5, 9), range(9, 13)]
+    [range(0, 4), range(4, 9), range(9, 13)]
+    >>> column_chunks(["pattern", "a-very-long-python:package.module:factory-name"] * 3)
+    [range(0, 3), range(3, 6)]
     >>> scale_end([0.004, 0.031])
     0.05
 """
@@ -42,6 +44,7 @@ __all__ = [
     "MatrixCell",
     "MatrixView",
     "chunks",
+    "column_chunks",
     "compact_rows",
     "matrix_view",
     "pairs_view",
@@ -52,6 +55,9 @@ __all__ = [
 
 CARDS_UP_TO = 3  # summary cards for up to this many runs, a compact table beyond
 COLUMNS_PER_TABLE = 6  # defense columns per table before it is split
+COLUMN_BUDGET_PX = 1000.0  # room for defense columns in a 1280 px window
+MIN_COLUMN_PX = 130.0  # a rate with its interval, wrapped between words
+CHAR_PX = 8.0  # a bold 13 px character, generously
 
 
 def short_id(value: str, *, keep: int = 10) -> str:
@@ -72,6 +78,26 @@ def chunks(n: int, *, size: int = COLUMNS_PER_TABLE) -> list[range]:
     parts = math.ceil(n / size)
     bounds = [round(k * n / parts) for k in range(parts + 1)]
     return [range(bounds[k], bounds[k + 1]) for k in range(parts)]
+
+
+def column_chunks(labels: Sequence[str], *, budget: float = COLUMN_BUDGET_PX) -> list[range]:
+    """Split defense columns (headed by ``labels``) into tables that fit ``budget``
+    pixels: a column needs its header's longest word (which never breaks) or
+    :data:`MIN_COLUMN_PX`; at most :data:`COLUMNS_PER_TABLE` columns per table."""
+    widths = [
+        max(MIN_COLUMN_PX, 16 + CHAR_PX * max((len(w) for w in lab.split()), default=0))
+        for lab in labels
+    ]
+    out: list[range] = []
+    start, used = 0, 0.0
+    for i, w in enumerate(widths):
+        if i > start and (used + w > budget or i - start >= COLUMNS_PER_TABLE):
+            out.append(range(start, i))
+            start, used = i, 0.0
+        used += w
+    if labels:
+        out.append(range(start, len(labels)))
+    return out
 
 
 def scale_end(values: Sequence[float]) -> float:
