@@ -27,6 +27,7 @@ import typer
 from rich.table import Table
 
 from shieldbench.cli._app import app, console, err_console
+from shieldbench.cli._report import check_max_fpr
 from shieldbench.cli._stats import format_rate, print_comparison
 from shieldbench.config import BenchmarkConfig, load_config
 from shieldbench.datasets import (
@@ -303,6 +304,10 @@ def run(
     margin: Annotated[
         float | None, typer.Option(help="Warn when a category is too small for this margin.")
     ] = None,
+    max_fpr: Annotated[
+        float | None,
+        typer.Option(help="Your policy, FPR at most this (e.g. 0.02), drawn in the reports."),
+    ] = None,
 ) -> None:
     """Benchmark defenses on datasets: terminal summary, run files and reports."""
     from shieldbench.metrics import compare_runs, summarize
@@ -320,6 +325,7 @@ def run(
         "warmup": warmup,
         "batch_size": batch_size,
     }
+    check_max_fpr(max_fpr)
     cfg = _resolve(config, defense or [], dataset or [], overrides, margin)
     datasets = _load_datasets(cfg.datasets, cfg.margin)
     built = {spec: build_defense(spec) for spec in cfg.defenses}
@@ -350,7 +356,9 @@ def run(
         if len(group) >= 2:
             print_comparison(compare_runs(group))
     title = f"shieldbench benchmark {benchmark_id}"
-    paths = write_reports(build_report(runs, title=title, margin=cfg.margin), folder)
+    paths = write_reports(
+        build_report(runs, title=title, margin=cfg.margin, max_fpr=max_fpr), folder
+    )
     for fmt, path in sorted(paths.items()):
         console.print(f"{fmt:>4} report: {path}", highlight=False)
     if "html" in paths:

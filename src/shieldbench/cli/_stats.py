@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from shieldbench.cli._app import app, console
-from shieldbench.cli._report import output_id, print_report_paths
+from shieldbench.cli._report import check_max_fpr, output_id, print_report_paths
 from shieldbench.errors import ConfigError, StatisticsError
 from shieldbench.runio import load_run
 
@@ -335,6 +335,10 @@ def compare(
             " source (one correction across all groups and pairs; in --json as by_group)."
         ),
     ] = None,
+    max_fpr: Annotated[
+        float | None,
+        typer.Option(help="Your policy, FPR at most this (e.g. 0.02), drawn in the reports."),
+    ] = None,
 ) -> None:
     """Leaderboard and paired significance tests of runs on the same dataset; writes the
     JSON, Markdown and HTML reports and prints their paths."""
@@ -344,6 +348,7 @@ def compare(
 
     if by is not None:
         check_dimension(by)
+    check_max_fpr(max_fpr)
     runs = _run_files(runs)
     if len(runs) < 2:
         raise ConfigError("compare needs at least two run files")
@@ -386,5 +391,6 @@ def compare(
         title=f"shieldbench comparison on {cmp.dataset_spec}",
         comparison=cmp,
         policy=policy,  # type: ignore[arg-type]
+        max_fpr=max_fpr,
     )
     print_report_paths(write_reports(report, folder))

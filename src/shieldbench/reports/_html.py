@@ -49,8 +49,8 @@ from shieldbench.reports._html_views import (
     compact_rows,
     matrix_view,
     pairs_view,
-    short_id,
 )
+from shieldbench.reports._layout import short_id
 from shieldbench.reports._markdown_more import paired_difference_text
 from shieldbench.reports._model import DatasetGroup, Report, RunSection
 from shieldbench.reports._summary_rows import summary_rows

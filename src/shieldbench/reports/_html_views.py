@@ -7,10 +7,6 @@ template, which escapes them; the only markup is :func:`spark`, built from numbe
 we computed (never from data).
 
 Example:
-    >>> short_id("sha256:0b510f3d4209749a5ba2f0"), short_id("r-1")
-    ('sha256:0b510f3d42…', 'r-1')
-    >>> chunks(13, size=6)
-    [range(0, 4), range(4, 9), range(9, 13)]
     >>> column_chunks(["pattern", "a-very-long-python:package.module:factory-name"] * 3)
     [range(0, 3), range(3, 6)]
     >>> scale_end([0.004, 0.031])
@@ -19,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -34,6 +29,7 @@ from shieldbench.metrics import (
     Rate,
 )
 from shieldbench.reports._format import DASH, ms, p_text, pct, rate_text
+from shieldbench.reports._layout import fit_columns, word_px
 from shieldbench.reports._model import RunSection
 from shieldbench.reports._ticks import nice_end
 
@@ -43,61 +39,25 @@ __all__ = [
     "CompactRow",
     "MatrixCell",
     "MatrixView",
-    "chunks",
     "column_chunks",
     "compact_rows",
     "matrix_view",
     "pairs_view",
     "scale_end",
-    "short_id",
     "spark",
 ]
 
 CARDS_UP_TO = 3  # summary cards for up to this many runs, a compact table beyond
-COLUMNS_PER_TABLE = 6  # defense columns per table before it is split
 COLUMN_BUDGET_PX = 1000.0  # room for defense columns in a 1280 px window
 MIN_COLUMN_PX = 130.0  # a rate with its interval, wrapped between words
 CHAR_PX = 8.0  # a bold 13 px character, generously
 
 
-def short_id(value: str, *, keep: int = 10) -> str:
-    """A hash or id cut for display: ``sha256:`` plus ``keep`` digits, or head … tail
-    of a long id; short values are returned whole."""
-    if ":" in value:
-        scheme, _, digits = value.partition(":")
-        return value if len(digits) <= keep + 2 else f"{scheme}:{digits[:keep]}…"
-    if len(value) <= 16:
-        return value
-    return f"{value[:8]}…{value[-6:]}"
-
-
-def chunks(n: int, *, size: int = COLUMNS_PER_TABLE) -> list[range]:
-    """Split ``n`` columns into the fewest groups of at most ``size``, evenly."""
-    if n <= size:
-        return [range(n)]
-    parts = math.ceil(n / size)
-    bounds = [round(k * n / parts) for k in range(parts + 1)]
-    return [range(bounds[k], bounds[k + 1]) for k in range(parts)]
-
-
 def column_chunks(labels: Sequence[str], *, budget: float = COLUMN_BUDGET_PX) -> list[range]:
     """Split defense columns (headed by ``labels``) into tables that fit ``budget``
-    pixels: a column needs its header's longest word (which never breaks) or
-    :data:`MIN_COLUMN_PX`; at most :data:`COLUMNS_PER_TABLE` columns per table."""
-    widths = [
-        max(MIN_COLUMN_PX, 16 + CHAR_PX * max((len(w) for w in lab.split()), default=0))
-        for lab in labels
-    ]
-    out: list[range] = []
-    start, used = 0, 0.0
-    for i, w in enumerate(widths):
-        if i > start and (used + w > budget or i - start >= COLUMNS_PER_TABLE):
-            out.append(range(start, i))
-            start, used = i, 0.0
-        used += w
-    if labels:
-        out.append(range(start, len(labels)))
-    return out
+    pixels: a column needs its header's longest word or :data:`MIN_COLUMN_PX`."""
+    widths = [max(MIN_COLUMN_PX, word_px(lab, char_px=CHAR_PX, padding=16)) for lab in labels]
+    return fit_columns(widths, budget=budget)
 
 
 def scale_end(values: Sequence[float]) -> float:
