@@ -150,8 +150,7 @@ def _breakdowns(runs: Sequence[RunSection]) -> list[str]:
             lines += [
                 "",
                 f"## Per {title}: {md_text(r.label)}",
-                "",
-                md_table(
+                *fit_table(
                     [
                         title.capitalize(),
                         "Attacks",
@@ -283,8 +282,7 @@ def _worst_case(report: Report) -> list[str]:
         lines += [
             "",
             "### Highest attack success rate categories",
-            "",
-            md_table(["Defense", "Category", "ASR", "Block rate"], worst),
+            *fit_table(["Defense", "Category", "ASR", "Block rate"], worst),
         ]
     headers = ["Defense", "Sample", "Category", "Tier", "Score", "Reasons", "Text"]
     for kind, title in (
