@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from shieldbench.reports._charts import PALETTE, label, percent_formatter, render_svg
+from shieldbench.reports._charts import PALETTE, label, render_svg
 from shieldbench.reports._plane import PlanePoint, TradeoffPlane
 from shieldbench.reports._ticks import nice_end
 
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 __all__ = ["MAX_PANELS", "marker", "plane_chart", "plane_multiples"]
 
 MARKERS = ("o", "s", "^", "D", "v", "P")
+# Where each point's number goes (points), in turn, so coinciding points stay readable.
+_OFFSETS = ((4, 3), (4, -10), (-11, 3), (-11, -10))
 MAX_PANELS = 24
 
 
@@ -36,7 +38,7 @@ def marker(index: int) -> tuple[str, str]:
 
 def _limit(values: Sequence[float], floor: float) -> float:
     """An axis end a little beyond the largest value (see :func:`nice_end`)."""
-    return nice_end(1.08 * max([floor, *values]))
+    return nice_end(1.08 * max([floor, *values]), steps=(1.0, 1.5, 2.0, 3.0, 5.0, 7.5))
 
 
 def _draw(
@@ -46,6 +48,7 @@ def _draw(
     *,
     size: float,
     numbers: bool,
+    large: bool = True,
 ) -> None:
     points = [
         p
@@ -80,7 +83,7 @@ def _draw(
             ax.annotate(
                 str(i + 1),
                 (x, y),
-                xytext=(4, 3),
+                xytext=_OFFSETS[i % len(_OFFSETS)],
                 textcoords="offset points",
                 fontsize=7,
                 color="#222222",
@@ -93,10 +96,13 @@ def _draw(
     if plane.max_fpr is not None:
         ax.axvline(plane.max_fpr, color="#b42318", linestyle="--", linewidth=1)
         ax.axvspan(plane.max_fpr, x_end, color="#888888", alpha=0.08, linewidth=0)
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
     ax.set_xlim(0, x_end)
     ax.set_ylim(0, y_end)
-    ax.xaxis.set_major_formatter(percent_formatter())
-    ax.yaxis.set_major_formatter(percent_formatter())
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{100 * v:.3g}%"))
+        axis.set_major_locator(MaxNLocator(6 if large else 4))
 
 
 def _frontier_xy(front: Sequence[PlanePoint]) -> tuple[list[float], list[float]]:
@@ -153,7 +159,7 @@ def plane_multiples(
                 ax.set_visible(False)
                 continue
             plane = shown[k]
-            _draw(ax, plane, index, size=4, numbers=True)
+            _draw(ax, plane, index, size=4, numbers=True, large=False)
             ax.set_title(label(plane.group or "", 32), loc="left", fontsize=8)
             ax.tick_params(labelsize=7)
             if k % cols == 0:
