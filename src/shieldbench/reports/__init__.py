@@ -36,7 +36,6 @@ from shieldbench.reports._build import build_report
 from shieldbench.reports._html import render_html
 from shieldbench.reports._json import render_json, report_schema
 from shieldbench.reports._markdown import render_markdown
-from shieldbench.reports._plane import PlanePoint, TradeoffPlane
 from shieldbench.reports._model import (
     REPORT_KIND,
     REPORT_SCHEMA_VERSION,
@@ -53,6 +52,7 @@ from shieldbench.reports._model import (
     ScoreCurves,
     WorstCase,
 )
+from shieldbench.reports._plane import PlanePoint, TradeoffPlane
 from shieldbench.reports._write import FORMATS, write_reports
 
 __all__ = [
