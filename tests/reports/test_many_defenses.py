@@ -313,3 +313,23 @@ def test_markdown_tables_fit_a_pull_request_comment(many: dict[int, Report], n: 
     for table in _md_tables(section):
         assert len(table) == 1 + pairs
         assert table[0][0] == "a vs b"
+
+
+def test_run_max_fpr_reaches_the_reports(tmp_path: Path) -> None:
+    out = tmp_path / "bench"
+    args = ["run", "-d", "pattern", "-d", "pattern(threshold=0.9)", "-D", "builtin:smoke"]
+    result = CliRunner().invoke(app, [*args, "--out", str(out), "--max-fpr", "0.05"])
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "report.json").read_text())
+    assert data["settings"]["max_fpr"] == 0.05
+    (group,) = data["groups"]
+    assert group["planes"][0]["max_fpr"] == 0.05
+    assert {p["label"] for p in group["planes"][0]["points"]} == {
+        "pattern",
+        "pattern(threshold=0.9)",
+    }
+    assert group["by_category"]["tests_in_family"] > 0
+    assert "policy: FPR ≤ 5%" in (out / "report.html").read_text()
+    bad = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "bad"), "--max-fpr", "0"])
+    assert isinstance(bad.exception, ConfigError)
+    assert not (tmp_path / "bad").exists()  # refused before anything was written
