@@ -19,6 +19,13 @@ file under version control::
       batch_size: 32
     margin: 0.1          # warn when a category is too small for this CI half-width
     out: reports/nightly # where the reports go (default reports/<id>/)
+    end_to_end:          # optional: send what the defense lets through to a model
+      target: llm:ollama/llama3.2
+      judges: [refusal, leak]
+      rule: any                    # any | all | majority
+      output_defenses: [secrets]   # screen the answers too
+      system_prompt: null          # text or @FILE; default: a prompt with a canary
+      screen: text                 # text | last_user | user_turns | tool_results | all
 
 Relative paths inside dataset specs are resolved against the current directory,
 like paths on the command line. Unknown keys are errors (a typo must not silently
@@ -43,7 +50,8 @@ from shieldbench.types import RunConfig
 
 __all__ = ["BenchmarkConfig", "load_config", "parse_config"]
 
-_TOP_KEYS = frozenset({"defenses", "datasets", "run", "margin", "out"})
+_TOP_KEYS = frozenset({"defenses", "datasets", "run", "margin", "out", "end_to_end"})
+_E2E_KEYS = frozenset({"target", "judges", "rule", "output_defenses", "system_prompt", "screen"})
 _FLOAT_FIELDS = frozenset({"timeout_s", "retry_backoff_s"})
 _INT_FIELDS = frozenset({"concurrency", "retries", "warmup", "batch_size"})
 
@@ -57,6 +65,7 @@ class BenchmarkConfig:
     run: RunConfig = field(default_factory=RunConfig)
     margin: float = 0.1
     out: Path | None = None
+    end_to_end: Mapping[str, Any] | None = None
 
 
 def _spec_list(data: Mapping[str, Any], key: str, source: str) -> tuple[str, ...]:
@@ -106,6 +115,33 @@ def _run_config(raw: Any, source: str) -> RunConfig:
         raise ConfigError(f"{source}: run: {exc}") from None
 
 
+def _end_to_end(raw: Any, source: str) -> Mapping[str, Any] | None:
+    """The ``end_to_end:`` section, checked for shape (the specs are built by ``run``)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{source}: 'end_to_end:' must be a mapping (target:, judges:, ...)")
+    unknown = sorted(set(map(str, raw)) - _E2E_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{source}: unknown end_to_end key(s) {', '.join(unknown)};"
+            f" allowed: {', '.join(sorted(_E2E_KEYS))}"
+        )
+    if not isinstance(raw.get("target"), str):
+        raise ConfigError(f"{source}: end_to_end.target must be a target spec string")
+    out: dict[str, Any] = {"target": raw["target"]}
+    for key in ("judges", "output_defenses"):
+        if raw.get(key) is not None:
+            out[key] = _spec_list(raw, key, f"{source}: end_to_end")
+    for key in ("rule", "system_prompt", "screen"):
+        value = raw.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"{source}: end_to_end.{key} must be a string, got {value!r}")
+        if value is not None:
+            out[key] = value
+    return out
+
+
 def parse_config(data: Any, *, source: str = "<config>") -> BenchmarkConfig:
     """Validate a parsed YAML mapping into a :class:`BenchmarkConfig`."""
     if not isinstance(data, Mapping):
@@ -128,6 +164,7 @@ def parse_config(data: Any, *, source: str = "<config>") -> BenchmarkConfig:
         run=_run_config(data.get("run"), source),
         margin=float(margin),
         out=None if out is None else Path(out),
+        end_to_end=_end_to_end(data.get("end_to_end"), source),
     )
 
 

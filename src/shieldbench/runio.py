@@ -49,7 +49,16 @@ def run_to_dict(run: Run) -> dict[str, Any]:
         "finished": run.finished.isoformat(),
         "samples": [s.to_dict() for s in run.samples],
         "outcomes": [o.to_dict() for o in run.outcomes],
-    }
+    } | ({"end_to_end": _plain(run.end_to_end)} if run.end_to_end else {})
+
+
+def _plain(value: Any) -> Any:
+    """Read-only mappings and tuples as JSON-ready dicts and lists."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 def run_from_dict(data: Mapping[str, Any], *, source: str = "<dict>") -> Run:
@@ -72,6 +81,7 @@ def run_from_dict(data: Mapping[str, Any], *, source: str = "<dict>") -> Run:
             finished=datetime.fromisoformat(data["finished"]),
             environment=data.get("environment") or {},
             schema_version=int(version),
+            end_to_end=data.get("end_to_end") or {},
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise RunError(

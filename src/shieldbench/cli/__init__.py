@@ -14,6 +14,7 @@ import shieldbench.cli._attack  # attack, mutators, datasets mutate
 import shieldbench.cli._calibrate  # calibrate (threshold for a target FPR, policy)
 import shieldbench.cli._datasets  # datasets list/show/validate/overlap/sample
 import shieldbench.cli._defenses  # defenses list, check
+import shieldbench.cli._e2e  # judges list/evaluate, targets list
 import shieldbench.cli._report  # report (re-render stored runs)
 import shieldbench.cli._run  # run (benchmark defenses on datasets)
 import shieldbench.cli._stats  # plan, compare

@@ -21,6 +21,7 @@ from rich.text import Text
 
 from shieldbench.attacks import FAMILIES, STRATEGIES, AttackSettings, mutators, resolve_mutators
 from shieldbench.cli._app import app, console, datasets_app, err_console
+from shieldbench.cli._e2e import E2EOptions, attack_end_to_end, build_plan, close_plan
 from shieldbench.cli._report import print_report_paths
 from shieldbench.datasets import load_dataset
 from shieldbench.defenses import Defense, build_defense
@@ -119,9 +120,28 @@ def attack(
             min=0, help="Example bypasses per attack category in report.md (HTML, JSON: more)."
         ),
     ] = 5,
+    target_model: Annotated[
+        str | None,
+        typer.Option(
+            "--target", help="End to end: send the bypasses to this model (openai:MODEL@URL...)."
+        ),
+    ] = None,
+    judge: Annotated[
+        list[str] | None, typer.Option("--judge", help="End to end: judge (repeatable).")
+    ] = None,
+    judge_rule: Annotated[str, typer.Option(help="any, all or majority.")] = "any",
+    output_defense: Annotated[
+        list[str] | None,
+        typer.Option("--output-defense", help="End to end: screen the answers (repeatable)."),
+    ] = None,
+    system_prompt: Annotated[
+        str | None, typer.Option(help="End to end: system prompt text or @FILE.")
+    ] = None,
 ) -> None:
     """Attack a defense adaptively: mutate the attacks it blocks until they get through,
-    within a query budget; report static vs adaptive ASR, ASR per query, what worked."""
+    within a query budget; report static vs adaptive ASR, ASR per query, what worked.
+    With --target and --judge, the bypasses are then sent to the model and judged
+    (end_to_end.json)."""
     from shieldbench.attacks import (
         bypasses_dataset,
         format_asr,
@@ -137,6 +157,14 @@ def attack(
         raise ConfigError(
             f"--error-policy {error_policy!r}: choose one of {', '.join(ERROR_POLICIES)}"
         )
+    e2e = E2EOptions(
+        target_model,
+        judge or [],
+        rule=judge_rule,
+        output_defenses=output_defense or [],
+        system_prompt=system_prompt,
+    )
+    plan = build_plan(e2e)  # specs checked before the attack spends its budget
     names = tuple(m.name for m in resolve_mutators(mutator_names))
     settings = AttackSettings(
         budget=budget,
@@ -189,6 +217,13 @@ def attack(
         "attack": save_attack(result, out / "attack.json"),
         "bypasses": write_jsonl(bypasses_dataset(result), out / "bypasses.jsonl"),
     }
+    if plan is not None:
+        try:
+            e2e_file = attack_end_to_end(bypasses_dataset(result), plan, config, out, defense)
+        finally:
+            close_plan(plan)
+        if e2e_file is not None:
+            paths["end to end"] = e2e_file
     for kind, path in paths.items():
         console.print(f"{kind:>9}: {path}", highlight=False)
     print_report_paths(write_reports(build_report([], attack=result, examples=examples), out))

@@ -27,6 +27,14 @@ import typer
 from rich.table import Table
 
 from shieldbench.cli._app import app, console, err_console
+from shieldbench.cli._e2e import (
+    E2EOptions,
+    build_plan,
+    close_plan,
+    print_end_to_end,
+    read_accuracy,
+    settle_manifest,
+)
 from shieldbench.cli._report import check_max_fpr
 from shieldbench.cli._stats import format_rate, print_comparison
 from shieldbench.config import BenchmarkConfig, load_config
@@ -42,6 +50,7 @@ from shieldbench.runio import load_run, save_run
 from shieldbench.types import ERROR_POLICIES, Run, RunConfig
 
 if TYPE_CHECKING:
+    from shieldbench.engine import EndToEnd
     from shieldbench.metrics import RunSummary
 
 __all__ = ["run"]
@@ -199,7 +208,13 @@ def _load_datasets(specs: Sequence[str], margin: float) -> dict[str, Dataset]:
 
 
 def _run_job(
-    job: _Job, defense: Defense, dataset: Dataset, cfg: RunConfig, out: Path, run_id: str
+    job: _Job,
+    defense: Defense,
+    dataset: Dataset,
+    cfg: RunConfig,
+    out: Path,
+    run_id: str,
+    plan: EndToEnd | None = None,
 ) -> Run:
     from rich.progress import (
         BarColumn,
@@ -218,6 +233,7 @@ def _run_job(
             done.dataset.content_hash == dataset.content_hash
             and done.defense.spec == job.defense
             and done.defense.version == defense_version(defense)
+            and bool(done.end_to_end) == (plan is not None)
         ):
             console.print(f"[dim]{job.defense} on {job.dataset}: already done, reusing {run_file}")
             return done
@@ -247,6 +263,7 @@ def _run_job(
             checkpoint=checkpoint,
             resume=checkpoint.exists(),
             progress=hook,
+            end_to_end=plan,
         )
     save_run(run, run_file)
     return run
@@ -308,6 +325,48 @@ def run(
         float | None,
         typer.Option(help="Your policy, FPR at most this (e.g. 0.02), drawn in the reports."),
     ] = None,
+    target: Annotated[
+        str | None,
+        typer.Option(
+            help="End to end: the model behind the defense (openai:MODEL@URL, llm:..., python:...)."
+        ),
+    ] = None,
+    judge: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--judge",
+            help="End to end: judge of success (repeatable):"
+            " refusal, leak, secrets, pii, llm-judge:..., python:...",
+        ),
+    ] = None,
+    judge_rule: Annotated[
+        str, typer.Option(help="How several judges combine: any, all, majority.")
+    ] = "any",
+    output_defense: Annotated[
+        list[str] | None,
+        typer.Option(help="End to end: defense screening the answer (e.g. leak, secrets)."),
+    ] = None,
+    system_prompt: Annotated[
+        str | None,
+        typer.Option(
+            help="End to end: system prompt text or @FILE; {canary} is replaced by the"
+            " run's canary (default: a support-bot prompt with a canary)."
+        ),
+    ] = None,
+    screen: Annotated[
+        str,
+        typer.Option(
+            help="What the defense screens of a conversation:"
+            " text, last_user, user_turns, tool_results, all."
+        ),
+    ] = "text",
+    judge_accuracy: Annotated[
+        Path | None,
+        typer.Option(
+            help="JSON of 'shieldbench judges evaluate --json':"
+            " adds the Rogan-Gladen corrected ASR."
+        ),
+    ] = None,
 ) -> None:
     """Benchmark defenses on datasets: terminal summary, run files and reports."""
     from shieldbench.metrics import compare_runs, summarize
@@ -328,12 +387,25 @@ def run(
     check_max_fpr(max_fpr)
     cfg = _resolve(config, defense or [], dataset or [], overrides, margin)
     datasets = _load_datasets(cfg.datasets, cfg.margin)
+    e2e = E2EOptions(
+        target, judge or [], rule=judge_rule, output_defenses=output_defense or [],
+        system_prompt=system_prompt, screen=screen,
+    )  # fmt: skip
+    if target is None and cfg.end_to_end is not None:  # the config file's end_to_end section
+        e2e = E2EOptions.from_config(cfg.end_to_end)
+    accuracy = read_accuracy(judge_accuracy)
+    plan = build_plan(e2e)  # every spec checked before anything is written
     built = {spec: build_defense(spec) for spec in cfg.defenses}
     explicit = [k for k, v in overrides.items() if v is not None]
     if config is not None:
         explicit = list(RunConfig.__dataclass_fields__)  # the file states every setting
     folder, benchmark_id, cfg = _prepare_out(cfg, out, resume, explicit=explicit)
     console.print(f"writing to [bold]{folder}[/] (resume with --out {folder} --resume)")
+    if plan is not None:
+        canary = settle_manifest(folder, e2e, plan.canary, resume)
+        if canary != plan.canary:
+            close_plan(plan)
+            plan = build_plan(e2e, canary)
     jobs = [
         _Job(i, d, ds)
         for i, (d, ds) in enumerate((d, ds) for ds in cfg.datasets for d in cfg.defenses)
@@ -343,9 +415,12 @@ def run(
         for job in jobs:
             run_id = f"{benchmark_id}-{job.index:02d}"
             runs.append(
-                _run_job(job, built[job.defense], datasets[job.dataset], cfg.run, folder, run_id)
+                _run_job(
+                    job, built[job.defense], datasets[job.dataset], cfg.run, folder, run_id, plan
+                )
             )
     finally:
+        close_plan(plan)
         for d in built.values():
             close = getattr(d, "close", None)
             if callable(close):
@@ -355,6 +430,7 @@ def run(
         console.print(_summary_table(spec, [summarize(r) for r in group]))
         if len(group) >= 2:
             print_comparison(compare_runs(group))
+        print_end_to_end(group, accuracy)
     title = f"shieldbench benchmark {benchmark_id}"
     paths = write_reports(
         build_report(runs, title=title, margin=cfg.margin, max_fpr=max_fpr), folder

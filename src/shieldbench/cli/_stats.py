@@ -266,6 +266,7 @@ def compare(
 ) -> None:
     """Leaderboard and paired significance tests of runs on the same dataset; writes the
     JSON, Markdown and HTML reports and prints their paths."""
+    from shieldbench.cli._e2e import print_end_to_end, print_profile_drift
     from shieldbench.cli._groups import check_dimension, compare_all_groups, print_grouped
     from shieldbench.metrics import compare_runs
     from shieldbench.reports import build_report, write_reports
@@ -289,6 +290,10 @@ def compare(
     )
     print_comparison(cmp)
     data = cmp.to_dict()
+    print_end_to_end(loaded, None)  # runs with a target: end-to-end table and McNemar
+    drift = print_profile_drift(loaded, alpha=alpha)
+    if drift:
+        data["profile_drift"] = drift
     if by is not None:
         grouped = compare_all_groups(
             loaded,

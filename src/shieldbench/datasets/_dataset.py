@@ -29,7 +29,11 @@ def content_hash(samples: Iterable[Sample]) -> str:
     """
     digest = hashlib.sha256()
     for s in samples:
-        record = [s.id, s.text, s.label, s.category, s.subcategory, s.severity, s.tier, s.source]
+        record: list[object] = [
+            s.id, s.text, s.label, s.category, s.subcategory, s.severity, s.tier, s.source
+        ]  # fmt: skip
+        if s.messages is not None:  # a conversation is data too (absent: same hash as before)
+            record.append([[m["role"], m["content"]] for m in s.messages])
         digest.update(
             json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode(
                 "utf-8", "surrogatepass"

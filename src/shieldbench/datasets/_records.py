@@ -47,7 +47,7 @@ from typing import Any
 from shieldbench.datasets._dataset import Dataset
 from shieldbench.errors import DatasetError, SpecError
 from shieldbench.spec import Spec
-from shieldbench.types import LABELS, SEVERITIES, TIERS, Label, Sample
+from shieldbench.types import LABELS, SEVERITIES, TIERS, Label, Sample, _check_messages
 
 __all__ = [
     "DEFAULT_ATTACK_LABELS",
@@ -186,6 +186,12 @@ class SampleBuilder:
         col = self.mapping.columns.text
         if col is None:
             col = "text" if "text" in record or "prompt" not in record else "prompt"
+        if col not in record and isinstance(record.get("messages"), list):
+            turns = [m for m in record["messages"] if isinstance(m, Mapping)]
+            users = [m.get("content") for m in turns if m.get("role") == "user"]
+            if not users or not isinstance(users[-1], str) or not users[-1].strip():
+                raise self._error("a conversation needs a non-empty user turn", line, "messages")
+            return "messages", users[-1]
         if col not in record:
             hint = "map yours with text=FIELD" if self.mapping.columns.text is None else ""
             raise self._error(f"missing field {col!r}{'; ' + hint if hint else ''}", line, col)
@@ -275,6 +281,22 @@ class SampleBuilder:
             raise self._error("empty id", line, col)
         return text
 
+    def _messages(self, record: Mapping[str, Any], line: int) -> Any:
+        """The ``messages`` field (a conversation of ``{role, content}``), checked."""
+        value = record.get("messages")
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            raise self._error(
+                f"wrong type: expected a list of {{role, content}}, got {_type_name(value)}",
+                line,
+                "messages",
+            )
+        try:
+            return _check_messages("", value)
+        except ValueError as exc:
+            raise self._error(str(exc).removeprefix("Sample '': "), line, "messages") from None
+
     def add(self, record: Mapping[str, Any], *, line: int) -> None:
         """Check one record and append its sample; ``line`` is 1-based."""
         if not isinstance(record, Mapping):
@@ -294,7 +316,7 @@ class SampleBuilder:
             subcategory = rest.strip() or None
             category = category.strip()
         used = {text_col, cols.category, cols.subcategory, cols.severity, cols.tier, cols.source}
-        used.add(cols.id)
+        used.update((cols.id, "messages"))
         if self.mapping.labels.fixed is None:
             used.add(cols.label)
         extra = {k: v for k, v in record.items() if k not in used}
@@ -317,6 +339,7 @@ class SampleBuilder:
             tier=self._choice(record, cols.tier, TIERS, line),
             source=self._optional_str(record, cols.source, line),
             metadata={str(k): _jsonable(v) for k, v in extra.items()},
+            messages=self._messages(record, line),
         )
         first = self._first.get(sample_id)
         if first is not None:

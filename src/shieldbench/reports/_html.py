@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -33,6 +34,7 @@ from markupsafe import Markup
 
 from shieldbench.metrics import Estimate, Rate
 from shieldbench.reports import _attack_charts, _charts, _plane_charts
+from shieldbench.reports._e2e_view import e2e_html
 from shieldbench.reports._format import (
     DASH,
     est_text,
@@ -326,7 +328,16 @@ def _context(report: Report, *, charts: bool) -> dict[str, Any]:
         else None,
         "attack_bypasses": attack_bypasses,
         "attack_categories": sorted({str(b.get("category")) for b in attack_bypasses}),
+        "end_to_end_html": Markup(_scrolling(e2e_html(report.end_to_end))),  # escaped there
     }
+
+
+def _scrolling(fragment: str) -> str:
+    """Every table of an HTML fragment we built (its data escaped, so ``<table`` can only
+    be ours) inside its own scrolling container, as the template's tables are."""
+    return re.sub(r"<table\b", '<div class="scroll"><table', fragment).replace(
+        "</table>", "</table></div>"
+    )
 
 
 def render_page(report: Report, *, charts: bool = True) -> str:
