@@ -20,13 +20,12 @@ Example:
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from shieldbench._textio import write_text_atomic
 from shieldbench.errors import RunError
 from shieldbench.types import DatasetInfo, DefenseInfo, Outcome, Run, RunConfig, Sample
 
@@ -80,20 +79,13 @@ def run_from_dict(data: Mapping[str, Any], *, source: str = "<dict>") -> Run:
 
 
 def save_run(run: Run, path: str | Path) -> Path:
-    """Write ``run`` to ``path`` atomically (temp file + rename); returns the path."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".run-", suffix=".json", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(run_to_dict(run), fh, ensure_ascii=False, indent=1)
-            fh.write("\n")
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a run file is meant to be shared
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    """Write ``run`` to ``path`` atomically and durably; returns the path.
+
+    Through :func:`shieldbench._textio.write_text_atomic`: temp file, fsync, rename,
+    mode 0644, text UTF-8 cannot encode written as ``\\u`` escapes, secrets masked.
+    """
+    text = json.dumps(run_to_dict(run), ensure_ascii=False, indent=1) + "\n"
+    return write_text_atomic(path, text)
 
 
 def load_run(path: str | Path) -> Run:
