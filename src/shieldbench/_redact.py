@@ -54,7 +54,7 @@ _pattern: re.Pattern[str] | None = None
 _URL_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@'\"]*):[^@\s/'\"]*@")
 _SECRET_QUERY = re.compile(
     r"(?P<head>[?&;](?:[A-Za-z0-9_.-]*(?:key|token|secret|password|passwd|pwd|auth|signature|sig"
-    r"|credential)[A-Za-z0-9_.-]*)=)(?P<value>[^&;#\s'\"]+)",
+    r"|credential)[A-Za-z0-9_.-]*)=)(?P<value>[^&;#\s'\"),]+)",
     re.IGNORECASE,
 )
 

@@ -51,7 +51,6 @@ def main() -> None:
 
 
 def _fail(message: str, code: int) -> None:
-    err_console.print(
-        f"[bold red]error:[/] {escape(redact(message))}", highlight=False, markup=True
-    )
+    text = f"[bold red]error:[/] {escape(redact(message))}"
+    err_console.print(text, highlight=False, markup=True, soft_wrap=True)
     sys.exit(code)

@@ -110,7 +110,9 @@ def ok_or_wrong_type(sample_id: str, value: object, latency_ms: float, attempts:
 
 
 def error_outcome(sample_id: str, exc: BaseException, latency_ms: float, attempts: int) -> Outcome:
-    return Outcome(sample_id, None, "error", error_text(exc), latency_ms, attempts)
+    # A defense whose own request timed out (DefenseError.timed_out) timed out: say so.
+    status = "timeout" if getattr(exc, "timed_out", False) is True else "error"
+    return Outcome(sample_id, None, status, error_text(exc), latency_ms, attempts)
 
 
 def timeout_outcome(
