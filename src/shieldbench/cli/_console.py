@@ -24,13 +24,17 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from rich.console import Console, ConsoleDimensions
 from rich.segment import Segment
 
 from shieldbench._redact import mask_secrets
+
+if TYPE_CHECKING:
+    from shieldbench.engine import ProgressHook
 
 __all__ = ["PIPE_WIDTH", "PROGRESS_INTERVAL_S", "SafeConsole", "progress", "sanitize"]
 
@@ -91,7 +95,7 @@ def _eta(seconds: float) -> str:
 @contextmanager
 def progress(
     console: Console, label: str, total: int, *, interval_s: float = PROGRESS_INTERVAL_S
-) -> Iterator[Callable[[int, int], None]]:
+) -> Iterator[ProgressHook]:
     """A ``hook(done, total)`` that shows progress on ``console`` while the block runs.
 
     On a terminal: a transient bar; the label takes at most a third of the line, so the

@@ -14,7 +14,7 @@ from time import perf_counter
 from typing import TypeVar
 
 from shieldbench.errors import TransientDefenseError
-from shieldbench.types import Outcome, RunConfig, Verdict
+from shieldbench.types import Outcome, RunConfig, Status, Verdict
 
 __all__ = [
     "FAILED",
@@ -111,7 +111,7 @@ def ok_or_wrong_type(sample_id: str, value: object, latency_ms: float, attempts:
 
 def error_outcome(sample_id: str, exc: BaseException, latency_ms: float, attempts: int) -> Outcome:
     # A defense whose own request timed out (DefenseError.timed_out) timed out: say so.
-    status = "timeout" if getattr(exc, "timed_out", False) is True else "error"
+    status: Status = "timeout" if getattr(exc, "timed_out", False) is True else "error"
     return Outcome(sample_id, None, status, error_text(exc), latency_ms, attempts)
 
 
