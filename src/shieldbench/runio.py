@@ -53,6 +53,10 @@ def run_to_dict(run: Run) -> dict[str, Any]:
 
 def run_from_dict(data: Mapping[str, Any], *, source: str = "<dict>") -> Run:
     """Rebuild a run from :func:`run_to_dict` output; :class:`RunError` on bad input."""
+    kind = data.get("kind", "shieldbench.run")
+    if kind != "shieldbench.run":
+        hint = " (render it with `shieldbench report`)" if kind == "shieldbench.attack" else ""
+        raise RunError(f"{source}: a {kind!r} file, not a run file (runs/*.json){hint}")
     version = data.get("schema_version")
     if version != RUN_SCHEMA_VERSION:
         raise RunError(

@@ -22,6 +22,7 @@ every :data:`PROGRESS_INTERVAL_S` seconds when stderr is not a terminal.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterable, Iterator
@@ -36,7 +37,14 @@ from shieldbench._redact import mask_secrets
 if TYPE_CHECKING:
     from shieldbench.engine import ProgressHook
 
-__all__ = ["PIPE_WIDTH", "PROGRESS_INTERVAL_S", "SafeConsole", "progress", "sanitize"]
+__all__ = [
+    "PIPE_WIDTH",
+    "PROGRESS_INTERVAL_S",
+    "SafeConsole",
+    "echo_json",
+    "progress",
+    "sanitize",
+]
 
 PIPE_WIDTH = 200
 PROGRESS_INTERVAL_S = 10.0
@@ -153,3 +161,16 @@ def progress(
     yield hook
     if state["done"]:
         line(state["done"], state["total"], time.monotonic())
+
+
+def echo_json(data: object, *, indent: int | None = 2) -> None:
+    """Print ``data`` as JSON on stdout: secrets masked, always encodable.
+
+    Readable UTF-8 (``ensure_ascii=False``); text UTF-8 cannot encode is written as a
+    ``\\udXXX`` escape, like the files (:mod:`shieldbench._textio`). Control
+    characters are already escaped by JSON (``\\u001b``).
+    """
+    import typer
+
+    text = mask_secrets(json.dumps(data, indent=indent, ensure_ascii=False, default=str))
+    typer.echo(text.encode("utf-8", "backslashreplace").decode("utf-8"))

@@ -7,7 +7,6 @@ registered defense (availability, usage, description, install hint, example spec
 
 from __future__ import annotations
 
-import json
 import sys
 from time import perf_counter
 from typing import Annotated, Any
@@ -16,7 +15,9 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from shieldbench._redact import redact
 from shieldbench.cli._app import app, console, defenses_app
+from shieldbench.cli._console import echo_json
 from shieldbench.defenses import Defense, build_defense, defense_version, registry
 
 __all__: list[str] = []
@@ -25,7 +26,7 @@ _JSON = Annotated[bool, typer.Option("--json", help="Print JSON instead of a tab
 
 
 def _echo_json(data: Any) -> None:
-    typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    echo_json(data)
 
 
 @defenses_app.command("list")
@@ -82,9 +83,13 @@ def _screen(spec: str, defense: Defense, text: str, build_ms: float) -> dict[str
     try:
         verdict = defense.check(text)
     except Exception as exc:  # a failing defense is reported, never dropped
-        row.update(status="error", error=f"{type(exc).__name__}: {exc}")
+        # Messages may quote what a server sent back (an echoed header, a URL with a key).
+        row.update(status="error", error=redact(f"{type(exc).__name__}: {exc}"))
     else:
         row.update(status="ok", **verdict.to_dict())
+        if row.get("label") is not None:
+            row["label"] = redact(str(row["label"]))
+        row["reasons"] = [redact(str(r)) for r in row.get("reasons") or ()]
     row["latency_ms"] = round((perf_counter() - start) * 1000.0, 3)
     return row
 

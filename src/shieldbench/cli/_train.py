@@ -8,7 +8,6 @@ each ``--dataset`` spec, trains, writes ``weights.npz`` + ``card.json`` into
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -16,6 +15,9 @@ import typer
 from rich.table import Table
 
 from shieldbench.cli._app import app, console
+from shieldbench.cli._console import echo_json
+from shieldbench.cli._guards import unique_specs
+from shieldbench.cli._outpaths import check_out_dir
 
 if TYPE_CHECKING:
     from shieldbench.defenses import ModelCard
@@ -83,10 +85,11 @@ def train(
     from shieldbench.datasets import load_dataset
     from shieldbench.defenses import train_embedding_head
 
-    datasets = [load_dataset(spec) for spec in dataset]
+    check_out_dir(out, option="--out")  # before loading data and training, not after
+    datasets = [load_dataset(spec) for spec in unique_specs(dataset, option="--dataset")]
     head = train_embedding_head(datasets, seed=seed, target_fpr=target_fpr, holdout=holdout, c=c)
     path = head.save(out)
     if as_json:
-        typer.echo(json.dumps(head.card.to_dict(), indent=2, ensure_ascii=False))
+        echo_json(head.card.to_dict())
     else:
         _print_card(head.card, path)
