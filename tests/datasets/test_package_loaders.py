@@ -153,7 +153,7 @@ def test_hf_disk_dataset_with_class_labels_and_shards(
     assert [s.text for s in ds] == columns["prompt"]
     assert [s.label for s in ds] == ["benign", "attack", "benign", "attack"]
     assert ds.samples[3].metadata == {"lang": "de"}
-    assert ds.samples[0].id == "ds:1"
+    assert ds.samples[0].id == "row:1"
 
 
 def test_hf_disk_dataset_dict_splits(tmp_path: Path, hf_dataset_dict: Callable[..., Path]) -> None:

@@ -94,7 +94,10 @@ def jsonl_records(text: str, path: str | Path) -> Iterator[tuple[int, dict[str, 
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DatasetError(
-                f"malformed JSON: {exc.msg} at column {exc.colno}", path=path, line=lineno
+                # json's "Unterminated string starting at" already ends with "at".
+                f"malformed JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}",
+                path=path,
+                line=lineno,
             ) from None
         if not isinstance(record, dict):
             raise DatasetError(

@@ -41,7 +41,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import PurePath
 from typing import Any
 
 from shieldbench._textio import find_unencodable
@@ -211,13 +210,14 @@ class SampleBuilder:
 
     ``path`` names the file in errors (a loader reading several files sets it
     before each one; ids must be unique across all); ids default to
-    ``<file stem>:<line>``.
+    ``line:<line>`` (not the file name: a renamed copy of the same data keeps its
+    ids and so its content hash).
     """
 
     def __init__(self, path: str, mapping: RecordMapping, *, id_prefix: str | None = None) -> None:
         self.path = path
         self.mapping = mapping
-        self.id_prefix = id_prefix if id_prefix is not None else PurePath(path).stem
+        self.id_prefix = id_prefix if id_prefix is not None else "line"
         self.samples: list[Sample] = []
         self._first: dict[str, tuple[str, int]] = {}
 
