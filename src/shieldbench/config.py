@@ -20,8 +20,11 @@ file under version control::
     margin: 0.1          # warn when a category is too small for this CI half-width
     out: reports/nightly # where the reports go (default reports/<id>/)
 
-Relative paths inside dataset specs are resolved against the current directory,
-like paths on the command line. Unknown keys are errors (a typo must not silently
+Relative paths in a config file are resolved against the folder of the config
+file (not the current directory), so a benchmark runs the same from anywhere:
+``out:`` and the file of a file dataset (``jsonl:``, ``csv:``, ``parquet:``,
+``pint:``, ``hf-disk:``, in either spec form). On the command line, paths are
+relative to the current directory as usual. Unknown keys are errors (a typo must not silently
 change a benchmark).
 
 Example:
@@ -147,4 +150,46 @@ def load_config(path: str | Path) -> BenchmarkConfig:
         where = f"{source}:{mark.line + 1}" if mark is not None else str(source)
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"{where}: invalid YAML ({problem})") from None
-    return parse_config(data, source=str(source))
+    cfg = parse_config(data, source=str(source))
+    base = source.parent
+    return BenchmarkConfig(
+        defenses=cfg.defenses,
+        datasets=tuple(_rebase(spec, base) for spec in cfg.datasets),
+        run=cfg.run,
+        margin=cfg.margin,
+        out=None if cfg.out is None else base / cfg.out,  # an absolute out stays as is
+    )
+
+
+_FILE_LOADERS = ("jsonl", "csv", "parquet", "pint", "hf-disk")
+
+
+def _rebase(spec: str, base: Path) -> str:
+    """``spec`` with the relative file path of a file dataset made relative to ``base``.
+
+    >>> _rebase("jsonl:data/x.jsonl", Path("configs")), _rebase("builtin:core", Path("c"))
+    ('jsonl:configs/data/x.jsonl', 'builtin:core')
+    >>> _rebase("csv(d.csv, text=prompt)", Path("c"))
+    'csv(c/d.csv, text=prompt)'
+    """
+    for name in _FILE_LOADERS:
+        if spec.startswith(name + ":"):
+            path = spec[len(name) + 1 :]
+            if path and not Path(path).is_absolute():
+                return f"{name}:{base / path}"
+            return spec
+        if spec.startswith(name + "("):
+            body = spec[len(name) + 1 :]
+            first, sep, rest = body.partition(",")
+            if not sep:
+                first, sep, rest = body.rpartition(")")[0], ")", ""
+                rest = ""
+            path = first.strip().strip("'\"")
+            if not path or "=" in first or Path(path).is_absolute():
+                return spec
+            joined = str(base / path)
+            if any(c in joined for c in ",()=[]'\" "):
+                joined = "'" + joined + "'"
+            new = f"{name}({joined}"
+            return new + ("," + rest if sep == "," else ")")
+    return spec
