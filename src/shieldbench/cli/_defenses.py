@@ -50,6 +50,38 @@ def list_defenses(as_json: _JSON = False) -> None:
             ]
         )
         return
+    if console.width < _TABLE_WIDTH:
+        _print_compact(plugins)
+    else:
+        _print_table(plugins)
+    console.print(
+        Text(
+            "Compose them: any(a, b), all(a, b), vote(a, b, c, k=2), fuse(a, b, weights=0.7|0.3),"
+            " tiered(fast, deep), dual(inline, warn), fail_closed(d, timeout=2), preprocess(d),"
+            ' dedup(d). Try one: shieldbench check "some text" --defense SPEC'
+        )
+    )
+
+
+_TABLE_WIDTH = 140  # narrower terminals get one block per defense: specs are never cut
+
+
+def _print_compact(plugins: list[Any]) -> None:
+    """One block per defense; spec strings on their own lines, whole (no mid-word fold)."""
+    for p in plugins:
+        missing = p.missing_module()
+        status = "available" if missing is None else f"not available ({missing})"
+        console.print(Text(f"{p.name}  [{status}]", style="bold"))
+        console.print(Text(f"  {p.description}"))
+        lines = [("usage", p.usage), ("example", p.example if missing is None else None)]
+        if missing is not None:
+            lines.append(("install", p.install_hint or f"the package providing {missing}"))
+        for label, value in lines:
+            if value:
+                console.print(Text(f"  {label}: {value}"), soft_wrap=True)
+
+
+def _print_table(plugins: list[Any]) -> None:
     table = Table(title="Defenses", show_lines=True)
     for col in ("name", "available", "usage", "description", "install / example"):
         table.add_column(col, overflow="fold")
@@ -63,13 +95,6 @@ def list_defenses(as_json: _JSON = False) -> None:
             extra = Text(p.install_hint or f"install the package providing {missing}")
         table.add_row(Text(p.name, style="bold"), status, Text(p.usage), Text(p.description), extra)
     console.print(table)
-    console.print(
-        Text(
-            "Compose them: any(a, b), all(a, b), vote(a, b, c, k=2), fuse(a, b, weights=0.7|0.3),"
-            " tiered(fast, deep), dual(inline, warn), fail_closed(d, timeout=2), preprocess(d),"
-            ' dedup(d). Try one: shieldbench check "some text" --defense SPEC'
-        )
-    )
 
 
 def _screen(spec: str, defense: Defense, text: str, build_ms: float) -> dict[str, Any]:
