@@ -27,7 +27,8 @@ EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), after printing how to resume
 EXIT_CODES_HELP = (
     "Exit codes: 0 success; 1 a finding (compare --margin: not shown non-inferior; run:"
     " error rate above --max-error-rate; check: a defense failed); 2 bad input (option,"
-    " spec, config, data or output path); 130 interrupted (Ctrl-C)."
+    " spec, config, data or output path); 130 run interrupted (Ctrl-C; it prints how to"
+    " resume)."
 )
 
 app = typer.Typer(

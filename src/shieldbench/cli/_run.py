@@ -29,7 +29,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from shieldbench._textio import write_text_atomic
-from shieldbench.cli._app import EXIT_CODES_HELP, EXIT_FINDING, app, console, err_console
+from shieldbench.cli._app import (
+    EXIT_CODES_HELP,
+    EXIT_FINDING,
+    EXIT_INTERRUPTED,
+    app,
+    console,
+    err_console,
+)
 from shieldbench.cli._console import progress
 from shieldbench.cli._guards import (
     DEFAULT_MAX_ERROR_RATE,
@@ -243,7 +250,7 @@ def _run_job(
     from shieldbench.engine import run_defense
 
     run_file = out / "runs" / f"{job.slug}.json"
-    if run_file.exists():
+    if run_file.is_file():
         done = load_run(run_file)
         if (
             done.dataset.content_hash == dataset.content_hash
@@ -413,7 +420,7 @@ def run(
             f"  shieldbench run --out {escape(shlex.quote(str(folder)))} --resume",
             highlight=False,
         )
-        raise
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     finally:
         for d in built.values():
             close = getattr(d, "close", None)
