@@ -11,8 +11,9 @@ warnings and errors alike):
   styling and cursor control (progress bars) pass untouched;
 - **masks credentials** (:func:`shieldbench._redact.mask_secrets`);
 - **reads well when piped**: when the stream is not a terminal (a CI log, ``| tee``)
-  it lays out at :data:`PIPE_WIDTH` columns (or ``COLUMNS`` when wider), so tables
-  keep every name and interval whole instead of cutting them at 80 columns.
+  it lays out as if :data:`PIPE_WIDTH` columns were available, so each table takes
+  its natural width (every name and interval whole, nothing cut with "…" at 80
+  columns) and messages are not wrapped; CI logs scroll sideways instead.
 
 :func:`sanitize` is the same cleaning for strings printed another way (JSON is
 already escaped by ``json.dumps``). :func:`progress` is the progress display:
@@ -46,7 +47,7 @@ __all__ = [
     "sanitize",
 ]
 
-PIPE_WIDTH = 200
+PIPE_WIDTH = 1000
 PROGRESS_INTERVAL_S = 10.0
 
 # C0 controls except \t and \n, DEL, C1 controls, bidi embeddings/overrides/isolates.
@@ -154,7 +155,7 @@ def progress(
         nonlocal last
         state.update(done=done, total=total)
         now = time.monotonic()
-        if now - last >= interval_s and done < total:
+        if now - last >= interval_s and 0 < done < total:
             last = now
             line(done, total, now)
 
