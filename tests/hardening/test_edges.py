@@ -291,3 +291,23 @@ def test_validate_errors_exit_2_with_file_and_line(cli: Cli, tmp_path: Path) -> 
     message = cli("datasets", "validate", str(cut)).text
     assert "starting at column" in message
     assert "at at" not in message
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "-d", "pattern", "-D", "builtin:smoke", "--out", "a", "--out=b"],
+        ["datasets", "show", "builtin:smoke", "--margin", "0.1", "--margin", "0.2"],
+        ["compare", "x.json", "y.json", "--margin", "0.1", "--margin", "0.2"],
+        ["attack", "-d", "pattern", "-D", "builtin:smoke", "--out", "o", "--budget", "1",
+         "--budget", "2"],
+    ],
+)  # fmt: skip
+def test_a_single_value_option_given_twice_is_refused(
+    cli: Cli, tmp_path: Path, args: list[str]
+) -> None:
+    os.chdir(tmp_path)
+    result = cli(*args)
+    assert result.code == 2
+    assert "is given more than once; give it once" in result.text
+    assert list(tmp_path.iterdir()) == []

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 
+import typer
 from rich.markup import escape
 
 # Command modules register their commands on import (one line each).
@@ -22,6 +23,7 @@ import shieldbench.cli._stats  # plan, compare
 import shieldbench.cli._train  # train
 from shieldbench._redact import redact
 from shieldbench.cli._app import EXIT_BAD_INPUT, EXIT_INTERRUPTED, app, err_console
+from shieldbench.cli._guards import refuse_repeated_options
 from shieldbench.errors import ShieldbenchError
 
 __all__ = ["app", "main"]
@@ -40,6 +42,7 @@ def main() -> None:
     # progress display; a user who wants them sets the variable to 0.
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:
+        refuse_repeated_options(typer.main.get_command(app), sys.argv[1:])
         app()
     except ShieldbenchError as exc:
         _fail(str(exc), EXIT_BAD_INPUT)

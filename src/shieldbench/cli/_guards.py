@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from shieldbench.errors import ConfigError
 from shieldbench.types import Run
@@ -22,6 +23,7 @@ __all__ = [
     "ErrorRateFinding",
     "check_limit",
     "error_rate_findings",
+    "refuse_repeated_options",
     "single",
     "unique_specs",
 ]
@@ -94,3 +96,40 @@ def error_rate_findings(runs: Sequence[Run], limit: float) -> list[ErrorRateFind
                 ErrorRateFinding(run.defense.spec, run.dataset.spec, errors, timeouts, n, limit)
             )
     return found
+
+
+def refuse_repeated_options(root: Any, argv: Sequence[str]) -> None:
+    """Refuse an option that takes one value but is given more than once.
+
+    click keeps the last of ``--out a --out b`` silently; a user who typed both meant
+    something else. Options declared repeatable (``-d``/``-D`` of ``run``, ``--check``)
+    are not affected. Counting stops at ``--``. ``root`` is the click command of the
+    app (``typer.main.get_command(app)``; typer may vendor its own click, so this reads
+    commands by their attributes).
+    """
+    command, args = root, list(argv)
+    while hasattr(command, "commands"):
+        names = [a for a in args if not a.startswith("-")]
+        sub = command.commands.get(names[0]) if names else None
+        if sub is None:
+            return
+        args = args[args.index(names[0]) + 1 :]
+        command = sub
+    single: dict[str, str] = {}
+    for param in command.params:
+        opts: list[str] = list(getattr(param, "opts", ()))
+        takes_one = not getattr(param, "multiple", True) and not getattr(param, "is_flag", True)
+        if getattr(param, "param_type_name", "") == "option" and takes_one:
+            longest: str = max(opts, key=len)
+            for opt in opts:
+                single[opt] = longest
+    seen: dict[str, int] = {}
+    for arg in args:
+        if arg == "--":
+            break
+        name = arg.split("=", 1)[0] if arg.startswith("--") else arg
+        key = single.get(name)
+        if key is not None:
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] > 1:
+                raise ConfigError(f"{key} is given more than once; give it once")
