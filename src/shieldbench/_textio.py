@@ -34,8 +34,9 @@ import tempfile
 from pathlib import Path
 
 from shieldbench._redact import mask_secrets
+from shieldbench.errors import ShieldbenchError
 
-__all__ = ["find_unencodable", "write_text_atomic"]
+__all__ = ["find_unencodable", "read_text_input", "write_text_atomic"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -82,3 +83,28 @@ def _fsync_dir(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def read_text_input(path: Path, *, error: type[ShieldbenchError], what: str) -> str:
+    """The UTF-8 text of an input file (run, attack, config, manifest), or one clear error.
+
+    ``error`` is the exception type to raise (e.g. :class:`~shieldbench.errors.RunError`);
+    its message names the file and says what went wrong: missing, not a file,
+    unreadable, or not UTF-8 (with the line and byte offset).
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise error(f"{path}: {what} not found (no such file)") from None
+    except IsADirectoryError:
+        raise error(f"{path}: a folder, not a {what}") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise error(
+            f"{path}:{line}: not a {what}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at"
+            f" offset {exc.start})"
+        ) from None

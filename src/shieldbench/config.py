@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shieldbench._textio import read_text_input
 from shieldbench.errors import ConfigError
 from shieldbench.types import RunConfig
 
@@ -137,10 +138,7 @@ def parse_config(data: Any, *, source: str = "<config>") -> BenchmarkConfig:
 def load_config(path: str | Path) -> BenchmarkConfig:
     """Read and validate a YAML config file; errors name the file (and line for YAML)."""
     source = Path(path)
-    try:
-        text = source.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{source}: config file not found") from None
+    text = read_text_input(source, error=ConfigError, what="config file")
     import yaml  # on first use: not every command reads a config
 
     try:

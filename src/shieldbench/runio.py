@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from shieldbench._textio import write_text_atomic
+from shieldbench._textio import read_text_input, write_text_atomic
 from shieldbench.errors import RunError
 from shieldbench.types import DatasetInfo, DefenseInfo, Outcome, Run, RunConfig, Sample
 
@@ -95,10 +95,7 @@ def save_run(run: Run, path: str | Path) -> Path:
 def load_run(path: str | Path) -> Run:
     """Read a run file written by :func:`save_run`."""
     source = Path(path)
-    try:
-        text = source.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RunError(f"{source}: no such run file") from None
+    text = read_text_input(source, error=RunError, what="run file")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from shieldbench._textio import write_text_atomic
+from shieldbench._textio import read_text_input, write_text_atomic
 from shieldbench.attacks._result import AttackResult
 from shieldbench.errors import RunError
 
@@ -50,9 +50,7 @@ def load_attack(path: str | Path) -> AttackResult:
     """Read an ``attack.json``; :class:`RunError` naming the file when it is not one."""
     source = Path(path)
     try:
-        data: Any = json.loads(source.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise RunError(f"{source}: cannot read the attack result: {exc.strerror}") from exc
+        data: Any = json.loads(read_text_input(source, error=RunError, what="attack result"))
     except json.JSONDecodeError as exc:
         raise RunError(f"{source}:{exc.lineno}: not valid JSON: {exc.msg}") from exc
     if not isinstance(data, dict):

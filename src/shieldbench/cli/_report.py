@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
+from shieldbench._textio import read_text_input
 from shieldbench.cli._app import app, console
 from shieldbench.cli._outpaths import check_out_dir
 from shieldbench.errors import ConfigError, RunError
@@ -70,12 +71,7 @@ def print_report_paths(paths: dict[str, Path]) -> None:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RunError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise RunError(f"{path}: cannot read it ({exc.strerror})") from None
+    text = read_text_input(path, error=RunError, what="run or attack file")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

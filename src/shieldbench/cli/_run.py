@@ -28,7 +28,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from shieldbench._textio import write_text_atomic
+from shieldbench._textio import read_text_input, write_text_atomic
 from shieldbench.cli._app import (
     EXIT_CODES_HELP,
     EXIT_FINDING,
@@ -127,16 +127,16 @@ def _resolve(
 def _from_manifest(folder: Path) -> BenchmarkConfig:
     """The specs of the benchmark in ``folder`` (``run --out DIR --resume`` alone)."""
     path = folder / _MANIFEST
+    if not path.exists():
+        raise RunError(f"{path}: nothing to resume here (no {_MANIFEST})")
     try:
-        old = json.loads(path.read_text(encoding="utf-8"))
+        old = json.loads(read_text_input(path, error=RunError, what=_MANIFEST))
         return BenchmarkConfig(
             defenses=tuple(old["defenses"]),
             datasets=tuple(old["datasets"]),
             margin=float(old.get("margin", 0.1)),
         )
-    except FileNotFoundError:
-        raise RunError(f"{path}: nothing to resume here (no {_MANIFEST})") from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise RunError(f"{path}: not a readable benchmark manifest ({exc})") from None
 
 
@@ -170,12 +170,14 @@ def _prepare_out(
                 " (the path printed when it started)"
             )
         manifest_path = target / _MANIFEST
+        if not manifest_path.exists():
+            raise RunError(f"{manifest_path}: nothing to resume here (no {_MANIFEST})")
         try:
-            old = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise RunError(f"{manifest_path}: nothing to resume here (no {_MANIFEST})") from None
+            old = json.loads(read_text_input(manifest_path, error=RunError, what=_MANIFEST))
         except json.JSONDecodeError as exc:
             raise RunError(f"{manifest_path}:{exc.lineno}: not JSON ({exc.msg})") from None
+        if not isinstance(old, dict) or not isinstance(old.get("id"), str):
+            raise RunError(f"{manifest_path}: not a shieldbench benchmark manifest")
         for key in ("defenses", "datasets"):
             if old.get(key) != list(getattr(cfg, key)):
                 raise RunError(
@@ -183,7 +185,10 @@ def _prepare_out(
                     f" this command asks for {list(getattr(cfg, key))}. Resume with the same"
                     " specs, or start a new benchmark without --resume."
                 )
-        stored = RunConfig.from_dict(old.get("run") or {})
+        try:
+            stored = RunConfig.from_dict(old.get("run") or {})
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise RunError(f"{manifest_path}: bad run settings ({exc})") from None
         changed = [
             f"{key}={getattr(stored, key)!r} (asked: {getattr(cfg.run, key)!r})"
             for key in explicit
