@@ -396,6 +396,11 @@ def run(
         "warmup": warmup,
         "batch_size": batch_size,
     }
+    if resume and out is None and config is None:
+        raise ConfigError(
+            "--resume needs the folder of the interrupted benchmark: pass --out DIR"
+            " (the path printed when it started)"
+        )
     resume_from = out if resume else None
     cfg = _resolve(config, defense or [], dataset or [], overrides, margin, resume_from=resume_from)
     check_out_dir(out or cfg.out or Path("reports"), option="--out")  # before any work
