@@ -186,7 +186,7 @@ def test_every_command_survives_bad_input(command: str, data: st.DataObject) -> 
 @pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 @settings(
-    max_examples=150,
+    max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
