@@ -21,7 +21,7 @@ Example:
     >>> _ = (d / "x.jsonl").write_text("\\n".join(lines))
     >>> ds = load_jsonl(d / "x.jsonl")
     >>> [(s.id, s.label) for s in ds]
-    [('x:1', 'benign'), ('x:2', 'attack')]
+    [('line:1', 'benign'), ('line:2', 'attack')]
     >>> tmp.cleanup()
 """
 
