@@ -36,6 +36,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,11 +156,16 @@ def load_config(path: str | Path) -> BenchmarkConfig:
         datasets=tuple(_rebase(spec, base) for spec in cfg.datasets),
         run=cfg.run,
         margin=cfg.margin,
-        out=None if cfg.out is None else base / cfg.out,  # an absolute out stays as is
+        out=None if cfg.out is None else _join(base, str(cfg.out)),  # absolute stays as is
     )
 
 
 _FILE_LOADERS = ("jsonl", "csv", "parquet", "pint", "hf-disk")
+
+
+def _join(base: Path, path: str) -> Path:
+    """``base / path`` with ``..`` folded (``configs/../reports`` -> ``reports``)."""
+    return Path(os.path.normpath(base / path))
 
 
 def _rebase(spec: str, base: Path) -> str:
@@ -174,7 +180,7 @@ def _rebase(spec: str, base: Path) -> str:
         if spec.startswith(name + ":"):
             path = spec[len(name) + 1 :]
             if path and not Path(path).is_absolute():
-                return f"{name}:{base / path}"
+                return f"{name}:{_join(base, path)}"
             return spec
         if spec.startswith(name + "("):
             body = spec[len(name) + 1 :]
@@ -185,7 +191,7 @@ def _rebase(spec: str, base: Path) -> str:
             path = first.strip().strip("'\"")
             if not path or "=" in first or Path(path).is_absolute():
                 return spec
-            joined = str(base / path)
+            joined = str(_join(base, path))
             if any(c in joined for c in ",()=[]'\" "):
                 joined = "'" + joined + "'"
             new = f"{name}({joined}"
