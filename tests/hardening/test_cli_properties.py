@@ -153,6 +153,8 @@ COMMANDS: dict[str, Build] = {
 
 def _check_one(command: str, data: st.DataObject) -> None:
     box = Sandbox()
+    cwd = os.getcwd()
+    os.chdir(box.root)  # relative outputs ("", ".", reports/...) land in the sandbox
     try:
         box.fill(data.draw(contents))
         args = COMMANDS[command](data, box)
@@ -168,6 +170,7 @@ def _check_one(command: str, data: st.DataObject) -> None:
                 assert box.out.is_dir()
                 assert not any(box.out.iterdir()), list(box.out.iterdir())
     finally:
+        os.chdir(cwd)
         box.close()
 
 
