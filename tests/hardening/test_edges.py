@@ -152,9 +152,9 @@ def test_mutate_refuses_to_overwrite_without_force(
     ],
 )
 def test_repeated_options_are_used_or_refused(
-    cli: Cli, tmp_path: Path, args: list[str], message: str
+    cli: Cli, tmp_path: Path, args: list[str], message: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)
     result = cli(*args)
     assert result.code == 2, result.text
     assert message in result.text
@@ -304,9 +304,9 @@ def test_validate_errors_exit_2_with_file_and_line(cli: Cli, tmp_path: Path) -> 
     ],
 )  # fmt: skip
 def test_a_single_value_option_given_twice_is_refused(
-    cli: Cli, tmp_path: Path, args: list[str]
+    cli: Cli, tmp_path: Path, args: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)
     result = cli(*args)
     assert result.code == 2
     assert "is given more than once; give it once" in result.text
