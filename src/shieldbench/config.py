@@ -27,8 +27,11 @@ file under version control::
       system_prompt: null          # text or @FILE; default: a prompt with a canary
       screen: text                 # text | last_user | user_turns | tool_results | all
 
-Relative paths inside dataset specs are resolved against the current directory,
-like paths on the command line. Unknown keys are errors (a typo must not silently
+Relative paths in a config file are resolved against the folder of the config
+file (not the current directory), so a benchmark runs the same from anywhere:
+``out:`` and the file of a file dataset (``jsonl:``, ``csv:``, ``parquet:``,
+``pint:``, ``hf-disk:``, in either spec form). On the command line, paths are
+relative to the current directory as usual. Unknown keys are errors (a typo must not silently
 change a benchmark).
 
 Example:
@@ -40,11 +43,13 @@ Example:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from shieldbench._textio import read_text_input
 from shieldbench.errors import ConfigError
 from shieldbench.types import RunConfig
 
@@ -171,10 +176,7 @@ def parse_config(data: Any, *, source: str = "<config>") -> BenchmarkConfig:
 def load_config(path: str | Path) -> BenchmarkConfig:
     """Read and validate a YAML config file; errors name the file (and line for YAML)."""
     source = Path(path)
-    try:
-        text = source.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{source}: config file not found") from None
+    text = read_text_input(source, error=ConfigError, what="config file")
     import yaml  # on first use: not every command reads a config
 
     try:
@@ -184,4 +186,49 @@ def load_config(path: str | Path) -> BenchmarkConfig:
         where = f"{source}:{mark.line + 1}" if mark is not None else str(source)
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"{where}: invalid YAML ({problem})") from None
-    return parse_config(data, source=str(source))
+    cfg = parse_config(data, source=str(source))
+    base = source.parent
+    return replace(
+        cfg,
+        datasets=tuple(_rebase(spec, base) for spec in cfg.datasets),
+        out=None if cfg.out is None else _join(base, str(cfg.out)),  # absolute stays as is
+    )
+
+
+_FILE_LOADERS = ("jsonl", "csv", "parquet", "pint", "hf-disk")
+
+
+def _join(base: Path, path: str) -> Path:
+    """``base / path`` with ``..`` folded (``configs/../reports`` -> ``reports``)."""
+    return Path(os.path.normpath(base / path))
+
+
+def _rebase(spec: str, base: Path) -> str:
+    """``spec`` with the relative file path of a file dataset made relative to ``base``.
+
+    >>> _rebase("jsonl:data/x.jsonl", Path("configs")), _rebase("builtin:core", Path("c"))
+    ('jsonl:configs/data/x.jsonl', 'builtin:core')
+    >>> _rebase("csv(d.csv, text=prompt)", Path("c"))
+    'csv(c/d.csv, text=prompt)'
+    """
+    for name in _FILE_LOADERS:
+        if spec.startswith(name + ":"):
+            path = spec[len(name) + 1 :]
+            if path and not Path(path).is_absolute():
+                return f"{name}:{_join(base, path)}"
+            return spec
+        if spec.startswith(name + "("):
+            body = spec[len(name) + 1 :]
+            first, sep, rest = body.partition(",")
+            if not sep:
+                first, sep, rest = body.rpartition(")")[0], ")", ""
+                rest = ""
+            path = first.strip().strip("'\"")
+            if not path or "=" in first or Path(path).is_absolute():
+                return spec
+            joined = str(_join(base, path))
+            if any(c in joined for c in ",()=[]'\" "):
+                joined = "'" + joined + "'"
+            new = f"{name}({joined}"
+            return new + ("," + rest if sep == "," else ")")
+    return spec

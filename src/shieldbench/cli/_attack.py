@@ -11,7 +11,6 @@ search and the reports are imported inside the commands, so that
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -21,7 +20,10 @@ from rich.text import Text
 
 from shieldbench.attacks import FAMILIES, STRATEGIES, AttackSettings, mutators, resolve_mutators
 from shieldbench.cli._app import app, console, datasets_app, err_console
+from shieldbench.cli._console import echo_json
 from shieldbench.cli._e2e import E2EOptions, attack_end_to_end, build_plan, close_plan
+from shieldbench.cli._guards import single, unique_specs
+from shieldbench.cli._outpaths import check_out_dir, check_out_file
 from shieldbench.cli._report import print_report_paths
 from shieldbench.cli._store import (
     DbOption,
@@ -83,13 +85,20 @@ def _summary(result: AttackResult) -> Table:
 
 @app.command("attack")
 def attack(
-    defense: Annotated[str, typer.Option("--defense", "-d", help="Defense spec to attack.")],
+    defense: Annotated[
+        list[str] | None,
+        typer.Option("--defense", "-d", help="Defense spec to attack (one; required)."),
+    ] = None,
     dataset: Annotated[
-        str, typer.Option("--dataset", "-D", help="Dataset spec; its attack samples are used.")
-    ],
+        list[str] | None,
+        typer.Option(
+            "--dataset", "-D", help="Dataset spec; its attack samples are used (one; required)."
+        ),
+    ] = None,
     out: Annotated[
-        Path, typer.Option(help="Report folder (attack.json, bypasses.jsonl, report.*).")
-    ],
+        Path | None,
+        typer.Option(help="Report folder (attack.json, bypasses.jsonl, report.*; required)."),
+    ] = None,
     budget: Annotated[
         int, typer.Option(min=0, help="Search queries allowed (static pass not counted).")
     ] = 1000,
@@ -162,6 +171,12 @@ def attack(
     )
     from shieldbench.reports import build_report, write_reports
 
+    spec = single(defense, option="--defense", what="defense")
+    data_spec = single(dataset, option="--dataset", what="dataset")
+    if out is None:
+        raise ConfigError("missing option --out: name the report folder")
+    check_out_dir(out, option="--out")  # before the data is loaded or a query is sent
+    transfer = list(unique_specs(transfer or [], option="--transfer"))
     if strategy not in STRATEGIES:
         raise ConfigError(f"--strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
     if error_policy not in ERROR_POLICIES:
@@ -197,15 +212,15 @@ def attack(
     )
     tags = parse_tags(tag)
     store = None if no_store else open_cli_store(db)
-    data = load_dataset(dataset)
+    data = load_dataset(data_spec)
     built: list[Defense] = []
     try:
-        target = build_defense(defense)
+        target = build_defense(spec)
         built.append(target)
         others: dict[str, Defense] = {}
-        for spec in transfer or []:
-            others[spec] = build_defense(spec)
-            built.append(others[spec])
+        for other in transfer:
+            others[other] = build_defense(other)
+            built.append(others[other])
 
         def report(r: RoundSummary) -> None:
             err_console.print(
@@ -219,7 +234,7 @@ def attack(
             data,
             settings=settings,
             config=config,
-            defense_spec=defense,
+            defense_spec=spec,
             transfer=others,
             on_round=report,
         )
@@ -232,7 +247,7 @@ def attack(
     }
     if plan is not None:
         try:
-            e2e_file = attack_end_to_end(bypasses_dataset(result), plan, config, out, defense)
+            e2e_file = attack_end_to_end(bypasses_dataset(result), plan, config, out, spec)
         finally:
             close_plan(plan)
         if e2e_file is not None:
@@ -254,7 +269,7 @@ def list_mutators(
         raise ConfigError(f"--family {family!r}: choose one of {', '.join(FAMILIES[:-1])}")
     chosen = [m for m in mutators if family is None or m.family == family]
     if as_json:
-        typer.echo(json.dumps([m.to_dict() for m in chosen], indent=2))
+        echo_json([m.to_dict() for m in chosen])
         return
     table = Table(title=f"{len(chosen)} mutators")
     for column in ("name", "family", "keeps payload", "reversible", "random", "description"):
@@ -285,11 +300,13 @@ def mutate(
     tier: Annotated[str, typer.Option(help=f"Tier of the variants: {', '.join(TIERS)}.")] = (
         "adaptive"
     ),
+    force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
 ) -> None:
     """Write a dataset of mutated variants (one per sample and mutator), each labelled
     with its parent id and mutator, e.g. an encoding or paraphrased tier of a suite."""
     from shieldbench.attacks import mutate_dataset, write_jsonl
 
+    check_out_file(out, option="--out", force=force)
     variants = mutate_dataset(
         load_dataset(spec), mutator_names, seed=seed, only_attacks=only_attacks, tier=tier
     )

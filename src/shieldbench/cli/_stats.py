@@ -18,7 +18,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from shieldbench.cli._app import app, console
+from shieldbench._textio import write_text_atomic
+from shieldbench.cli._app import EXIT_CODES_HELP, EXIT_FINDING, app, console, err_console
+from shieldbench.cli._outpaths import check_out_dir, check_out_file
 from shieldbench.cli._pairs import (
     format_estimate,
     format_p,
@@ -27,7 +29,7 @@ from shieldbench.cli._pairs import (
     pairs_table,
     short_verdict,
 )
-from shieldbench.cli._report import output_id, print_report_paths
+from shieldbench.cli._report import check_max_fpr, output_id, print_report_paths
 from shieldbench.cli._store import (
     DbOption,
     NoStoreOption,
@@ -226,7 +228,7 @@ def _run_files(paths: list[Path]) -> list[Path]:
     return files
 
 
-@app.command("compare")
+@app.command("compare", epilog=EXIT_CODES_HELP)
 def compare(
     runs: Annotated[
         list[Path],
@@ -267,6 +269,10 @@ def compare(
             " source (one correction across all groups and pairs; in --json as by_group)."
         ),
     ] = None,
+    max_fpr: Annotated[
+        float | None,
+        typer.Option(help="Your policy, FPR at most this (e.g. 0.02), drawn in the reports."),
+    ] = None,
     db: DbOption = None,
     no_store: NoStoreOption = False,
     tag: TagOption = None,
@@ -280,6 +286,11 @@ def compare(
 
     if by is not None:
         check_dimension(by)
+    check_max_fpr(max_fpr)
+    if json_out is not None:
+        check_out_file(json_out, option="--json")  # before loading and testing
+    if out is not None:
+        check_out_dir(out, option="--out")
     runs = _run_files(runs)
     if len(runs) < 2:
         raise ConfigError("compare needs at least two run files")
@@ -316,11 +327,8 @@ def compare(
         print_grouped(grouped)
         data["by_group"] = grouped.to_dict()
     if json_out is not None:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(
-            json.dumps(data, indent=1, allow_nan=False, ensure_ascii=False) + "\n",
-            encoding="utf-8",
-        )
+        text = json.dumps(data, indent=1, allow_nan=False, ensure_ascii=False) + "\n"
+        write_text_atomic(json_out, text)
         console.print(f"Comparison written to {escape(str(json_out))}", highlight=False)
     folder = out or Path("reports") / f"compare-{output_id([r.id for r in loaded])}"
     report = build_report(
@@ -328,6 +336,16 @@ def compare(
         title=f"shieldbench comparison on {cmp.dataset_spec}",
         comparison=cmp,
         policy=policy,  # type: ignore[arg-type]
+        max_fpr=max_fpr,
     )
     print_report_paths(write_reports(report, folder))
     record(store, loaded, source="compare", tags=tags)
+    if cmp.non_inferiority and not all(row.non_inferior for row in cmp.non_inferiority):
+        failed = [row for row in cmp.non_inferiority if not row.non_inferior]
+        err_console.print(
+            f"[bold red]gate failed:[/] {len(failed)} of {len(cmp.non_inferiority)}"
+            f" non-inferiority tests at margin {margin:g} did not show the candidate"
+            " non-inferior to the baseline (exit 1)",
+            highlight=False,
+        )
+        raise typer.Exit(EXIT_FINDING)

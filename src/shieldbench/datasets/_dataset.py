@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from shieldbench._textio import find_unencodable
 from shieldbench.errors import DatasetError
 from shieldbench.types import DatasetInfo, Sample
 
@@ -74,6 +75,16 @@ class Dataset:
                     field="id",
                 )
             seen.add(s.id)
+            for name in ("id", "text", "category", "subcategory", "source"):
+                value = getattr(s, name)
+                position = None if value is None else find_unencodable(value)
+                if position is not None:
+                    raise DatasetError(
+                        f"sample {s.id!r} (#{index + 1}): character {position} is a lone"
+                        " surrogate, which UTF-8 cannot encode; fix the text at its source",
+                        path=self.name,
+                        field=name,
+                    )
         if not self.content_hash:
             object.__setattr__(self, "content_hash", content_hash(self.samples))
 

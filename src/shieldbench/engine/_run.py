@@ -66,7 +66,9 @@ def environment(defense: object) -> dict[str, str]:
     """Where a run ran: Python, platform, CPU count, shieldbench and the defense's package.
 
     ``defense_package`` names the installed distribution that provides the top-level
-    package of the defense's class (absent for classes defined in a script).
+    package of the defense's class (absent for classes defined in a script), or for
+    an adapter of a third-party package the distribution it names in its
+    ``distribution`` attribute (e.g. ``prompt-guardrail 1.0.1``).
     """
     env = {
         "python": f"{platform.python_implementation()} {platform.python_version()}",
@@ -75,7 +77,14 @@ def environment(defense: object) -> dict[str, str]:
         "shieldbench": (_distribution_version("shieldbench") or "unknown").split(" ")[-1],
     }
     top = type(defense).__module__.partition(".")[0]
-    if top not in ("__main__", "builtins"):
+    # An adapter names the distribution it wraps (``distribution``); that is the package.
+    wrapped = getattr(defense, "distribution", None)
+    if isinstance(wrapped, str):
+        try:
+            env["defense_package"] = f"{wrapped} {metadata.version(wrapped)}"
+        except metadata.PackageNotFoundError:
+            env["defense_package"] = f"{wrapped} (not installed)"
+    elif top not in ("__main__", "builtins"):
         package = _distribution_version(top)
         if package is not None:
             env["defense_package"] = package
