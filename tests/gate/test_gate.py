@@ -118,7 +118,7 @@ def test_bad_input_exits_2_with_one_line(runs: tuple[Run, Run], tmp_path: Path) 
     env = {**os.environ, "COLUMNS": "500"}
     for args, message in (
         ([cand, "--baseline", baseline], "the gate compares runs on the same data"),
-        ([cand, "--baseline", str(tmp_path / "nope.json")], "nope.json: no such run file"),
+        ([cand, "--baseline", str(tmp_path / "nope.json")], "nope.json: run file not found"),
         ([baseline, "--baseline", baseline, "--margin", "1.5"], "--margin must be in [0, 1)"),
         (
             [baseline, "--baseline", "tag:x=y", "--db", str(tmp_path / "none.db")],

@@ -73,6 +73,7 @@ from shieldbench.datasets import (
 )
 from shieldbench.defenses import Defense, build_defense, defense_version
 from shieldbench.errors import ConfigError, RunError
+from shieldbench.locking import LOCK_NAME
 from shieldbench.runio import load_run, save_run
 from shieldbench.types import ERROR_POLICIES, Run, RunConfig
 
@@ -229,7 +230,7 @@ def _prepare_out(
             f"{target} already holds a benchmark; pass --resume to continue it,"
             " or choose another --out"
         )
-    if target.is_dir() and any(target.iterdir()):
+    if target.is_dir() and any(p.name != LOCK_NAME for p in target.iterdir()):
         raise RunError(
             f"--out {target}: the folder holds other files and no benchmark; run writes"
             " reports and run files there, so choose a new or empty folder"
