@@ -22,6 +22,7 @@ from rich.text import Text
 from shieldbench.attacks import FAMILIES, STRATEGIES, AttackSettings, mutators, resolve_mutators
 from shieldbench.cli._app import app, console, datasets_app, err_console
 from shieldbench.cli._report import print_report_paths
+from shieldbench.cli._scale import ExecutorOption, RayAddressOption, WorkersOption, make_executor
 from shieldbench.datasets import load_dataset
 from shieldbench.defenses import Defense, build_defense
 from shieldbench.errors import ConfigError
@@ -119,6 +120,9 @@ def attack(
             min=0, help="Example bypasses per attack category in report.md (HTML, JSON: more)."
         ),
     ] = 5,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
+    workers: WorkersOption = None,
 ) -> None:
     """Attack a defense adaptively: mutate the attacks it blocks until they get through,
     within a query budget; report static vs adaptive ASR, ASR per query, what worked."""
@@ -156,6 +160,7 @@ def attack(
         warmup=0,
         batch_size=batch_size,
     )
+    pool = make_executor(executor, defense, address=ray_address, workers=workers)
     data = load_dataset(dataset)
     built: list[Defense] = []
     try:
@@ -181,8 +186,11 @@ def attack(
             defense_spec=defense,
             transfer=others,
             on_round=report,
+            executor=pool,
         )
     finally:
+        if pool is not None:
+            pool.close()
         _close(built)
     console.print(_summary(result))
     paths = {

@@ -27,6 +27,14 @@ import typer
 from rich.table import Table
 
 from shieldbench.cli._app import app, console, err_console
+from shieldbench.cli._scale import (
+    ExecutorOption,
+    RateColumn,
+    RayAddressOption,
+    ShardOption,
+    WorkersOption,
+    make_executor,
+)
 from shieldbench.cli._stats import format_rate, print_comparison
 from shieldbench.config import BenchmarkConfig, load_config
 from shieldbench.datasets import (
@@ -41,6 +49,7 @@ from shieldbench.runio import load_run, save_run
 from shieldbench.types import ERROR_POLICIES, Run, RunConfig
 
 if TYPE_CHECKING:
+    from shieldbench.engine import RayExecutor
     from shieldbench.metrics import RunSummary
 
 __all__ = ["run"]
@@ -198,7 +207,15 @@ def _load_datasets(specs: Sequence[str], margin: float) -> dict[str, Dataset]:
 
 
 def _run_job(
-    job: _Job, defense: Defense, dataset: Dataset, cfg: RunConfig, out: Path, run_id: str
+    job: _Job,
+    defense: Defense,
+    dataset: Dataset,
+    cfg: RunConfig,
+    out: Path,
+    run_id: str,
+    *,
+    executor: RayExecutor | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> Run:
     from rich.progress import (
         BarColumn,
@@ -209,7 +226,11 @@ def _run_job(
     )
 
     from shieldbench.engine import run_defense
+    from shieldbench.engine._shards import mark_shard, shard_dataset
 
+    total = len(dataset)
+    if shard is not None:
+        dataset = shard_dataset(dataset, *shard)
     run_file = out / "runs" / f"{job.slug}.json"
     if run_file.exists():
         done = load_run(run_file)
@@ -217,6 +238,7 @@ def _run_job(
             done.dataset.content_hash == dataset.content_hash
             and done.defense.spec == job.defense
             and done.defense.version == defense_version(defense)
+            and done.environment.get("shard") == (None if shard is None else "{}/{}".format(*shard))
         ):
             console.print(f"[dim]{job.defense} on {job.dataset}: already done, reusing {run_file}")
             return done
@@ -227,6 +249,7 @@ def _run_job(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
+        RateColumn(),
         TimeRemainingColumn(),
         console=err_console,
         transient=True,
@@ -246,7 +269,10 @@ def _run_job(
             checkpoint=checkpoint,
             resume=checkpoint.exists(),
             progress=hook,
+            executor=executor,
         )
+    if shard is not None:
+        run = mark_shard(run, *shard, total)
     save_run(run, run_file)
     return run
 
@@ -303,10 +329,18 @@ def run(
     margin: Annotated[
         float | None, typer.Option(help="Warn when a category is too small for this margin.")
     ] = None,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
+    workers: WorkersOption = None,
+    shard: ShardOption = None,
 ) -> None:
     """Benchmark defenses on datasets: terminal summary, run files and reports."""
+    from shieldbench.engine._shards import parse_shard
     from shieldbench.metrics import compare_runs, summarize
     from shieldbench.reports import build_report, write_reports
+
+    shard_of = None if shard is None else parse_shard(shard)
+    make_executor(executor, "-", address=ray_address, workers=workers)  # options checked early
 
     if error_policy is not None and error_policy not in ERROR_POLICIES:
         raise ConfigError(
@@ -333,13 +367,29 @@ def run(
         for i, (d, ds) in enumerate((d, ds) for ds in cfg.datasets for d in cfg.defenses)
     ]
     runs: list[Run] = []
+    pools = {
+        spec: make_executor(executor, spec, address=ray_address, workers=workers)
+        for spec in cfg.defenses
+    }
     try:
         for job in jobs:
             run_id = f"{benchmark_id}-{job.index:02d}"
             runs.append(
-                _run_job(job, built[job.defense], datasets[job.dataset], cfg.run, folder, run_id)
+                _run_job(
+                    job,
+                    built[job.defense],
+                    datasets[job.dataset],
+                    cfg.run,
+                    folder,
+                    run_id,
+                    executor=pools[job.defense],
+                    shard=shard_of,
+                )
             )
     finally:
+        for pool in pools.values():
+            if pool is not None:
+                pool.close()
         for d in built.values():
             close = getattr(d, "close", None)
             if callable(close):

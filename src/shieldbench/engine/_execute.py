@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Literal, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 from shieldbench.defenses._protocol import Defense
 from shieldbench.engine._async import run_async
@@ -12,6 +12,9 @@ from shieldbench.engine._progress import ProgressHook, Reporter
 from shieldbench.engine._threads import Sink, run_batches, run_checks
 from shieldbench.errors import ConfigError
 from shieldbench.types import Outcome, RunConfig
+
+if TYPE_CHECKING:
+    from shieldbench.engine._executor import Executor
 
 __all__ = ["Capability", "capability", "check_defense", "execute", "screen"]
 
@@ -95,16 +98,30 @@ def execute(
     results: list[Outcome | None],
     sink: Sink | None = None,
     progress: ProgressHook | None = None,
+    executor: Executor | None = None,
 ) -> Capability:
     """Screen ``texts[i]`` for each ``i`` in ``positions`` into ``results[i]``.
 
     Positions already filled in ``results`` (restored from a checkpoint) count as
-    done for progress. Returns the capability used.
+    done for progress. Returns the capability used. With an ``executor`` the
+    checks run there (warm-up included) instead of in this process.
     """
     kind = capability(defense)
     reporter = None
     if progress is not None:
         reporter = Reporter(progress, len(results) - len(positions), len(results))
+    if executor is not None:
+        kind = cast(
+            Capability,
+            executor.execute(
+                texts, ids, positions, config=config, results=results, sink=sink,
+                reporter=reporter,
+            ),
+        )  # fmt: skip
+        if reporter is not None:
+            reporter.base = 0
+            reporter.force(len(results))
+        return kind
     if config.warmup and positions:
         _warm_up(defense, kind, texts, positions, config)
     if reporter is not None:
@@ -139,6 +156,7 @@ def screen(
     config: RunConfig = RunConfig(),  # noqa: B008 (frozen, so sharing the default is safe)
     ids: Sequence[str] | None = None,
     progress: ProgressHook | None = None,
+    executor: Executor | None = None,
 ) -> list[Outcome]:
     """Screen ``texts`` with ``defense``: one :class:`Outcome` per text, in order.
 
@@ -147,7 +165,8 @@ def screen(
     warm-up and error handling (see :mod:`shieldbench.engine`). ``sample_id`` is
     ``ids[i]`` when ``ids`` is given, else ``str(i)``. Callers that screen many
     small batches (an attack loop) usually want ``RunConfig(warmup=0)``: warm-up
-    calls are extra queries.
+    calls are extra queries. ``executor`` (a :class:`~shieldbench.engine.RayExecutor`)
+    screens on a cluster instead of in this process.
 
     Example:
         >>> from shieldbench.types import Verdict
@@ -176,6 +195,7 @@ def screen(
             raise ConfigError(f"{len(names)} ids for {len(items)} texts; give one id per text")
     results: list[Outcome | None] = [None] * len(items)
     execute(
-        defense, items, names, range(len(items)), config=config, results=results, progress=progress
-    )
+        defense, items, names, range(len(items)), config=config, results=results,
+        progress=progress, executor=executor,
+    )  # fmt: skip
     return cast(list[Outcome], results)

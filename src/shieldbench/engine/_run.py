@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from shieldbench.datasets._dataset import Dataset
 from shieldbench.defenses._protocol import Defense, defense_version
@@ -21,6 +21,9 @@ from shieldbench.engine._execute import check_defense, execute
 from shieldbench.engine._progress import ProgressHook
 from shieldbench.errors import ConfigError, RunError
 from shieldbench.types import DefenseInfo, Outcome, Run, RunConfig
+
+if TYPE_CHECKING:
+    from shieldbench.engine._executor import Executor
 
 __all__ = ["environment", "new_run_id", "run_defense"]
 
@@ -90,6 +93,7 @@ def run_defense(
     resume: bool = False,
     keep_checkpoint: bool = False,
     progress: ProgressHook | None = None,
+    executor: Executor | None = None,
 ) -> Run:
     """Run ``defense`` over every sample of ``dataset`` and return the :class:`Run`.
 
@@ -118,6 +122,11 @@ def run_defense(
 
     **Ownership.** The caller owns the defense: the engine never calls its
     ``close()`` (it may be reused over several datasets).
+
+    **Executor.** ``executor`` (a :class:`~shieldbench.engine.RayExecutor`) runs
+    the checks elsewhere; outcomes stream back into the same checkpoint, so resume,
+    error policy and statistics do not depend on it. ``environment["executor"]``
+    names it.
 
     **Error policy.** ``config.error_policy`` is only recorded here; the metrics
     apply it when they count errors and timeouts.
@@ -185,6 +194,7 @@ def run_defense(
             results=results,
             sink=writer,
             progress=progress,
+            executor=executor,
         )
     finally:
         if writer is not None:
@@ -195,6 +205,8 @@ def run_defense(
         raise RunError(f"run {run_id}: no outcome for {len(missing)} samples, e.g. {missing[0]!r}")
     env = environment(defense)
     env["capability"] = kind
+    if executor is not None:
+        env["executor"] = type(executor).__name__
     if restored:
         env["resumed_outcomes"] = str(restored)
     run = Run(
