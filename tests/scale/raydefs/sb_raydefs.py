@@ -32,14 +32,22 @@ class Mixed:
 
 
 class Slow:
-    """Sleeps ``ms`` per text (a model releasing the GIL); notes its pid in ``pids``."""
+    """Sleeps ``ms`` per text (a model releasing the GIL).
+
+    Notes its pid in the folder ``pids`` and, on a Ray worker, its node id in ``nodes``.
+    """
 
     name = "slow"
 
-    def __init__(self, ms: float = 5.0, pids: str = "") -> None:
+    def __init__(self, ms: float = 5.0, pids: str = "", nodes: str = "") -> None:
         self.delay = ms / 1000.0
         if pids:
             Path(pids, str(os.getpid())).touch()
+        if nodes:
+            import ray
+
+            if ray.is_initialized():
+                Path(nodes, ray.get_runtime_context().get_node_id()).touch()
 
     def check(self, text: str) -> Verdict:
         time.sleep(self.delay)
