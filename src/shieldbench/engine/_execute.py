@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Literal, cast
 
 from shieldbench.defenses._protocol import Defense
 from shieldbench.engine._async import run_async
-from shieldbench.engine._progress import ProgressHook, Reporter
-from shieldbench.engine._threads import Sink, run_batches, run_checks
+from shieldbench.engine._progress import ProgressHook
+from shieldbench.engine._record import Recorder, Sink
+from shieldbench.engine._threads import run_batches, run_checks
 from shieldbench.errors import ConfigError
 from shieldbench.types import Outcome, RunConfig
 
@@ -73,19 +74,15 @@ def _warm_up(
     quiet = dataclasses.replace(config, retries=0, concurrency=1, warmup=0, batch_size=size)
     ids = [""] * len(warm)
     every = range(len(warm))
-    scratch: list[Outcome | None] = [None] * len(warm)
+    scratch = Recorder([None] * len(warm), None, None)
     if kind == "check_batch":
         check_batch = cast(Callable[[list[str]], object], defense.check_batch)  # type: ignore[attr-defined]
-        run_batches(
-            check_batch, warm, ids, every, config=quiet, results=scratch, sink=None, reporter=None
-        )
+        run_batches(check_batch, warm, ids, every, config=quiet, recorder=scratch)
     elif kind == "acheck":
         acheck = cast(Callable[[str], Awaitable[object]], defense.acheck)  # type: ignore[attr-defined]
-        run_async(acheck, warm, ids, every, config=quiet, results=scratch, sink=None, reporter=None)
+        run_async(acheck, warm, ids, every, config=quiet, recorder=scratch)
     else:
-        run_checks(
-            defense.check, warm, ids, every, config=quiet, results=scratch, sink=None, reporter=None
-        )
+        run_checks(defense.check, warm, ids, every, config=quiet, recorder=scratch)
 
 
 def execute(
@@ -107,45 +104,27 @@ def execute(
     checks run there (warm-up included) instead of in this process.
     """
     kind = capability(defense)
-    reporter = None
-    if progress is not None:
-        reporter = Reporter(progress, len(results) - len(positions), len(results))
+    recorder = Recorder(results, sink, progress, done=len(results) - len(positions))
     if executor is not None:
+        recorder.force()
         kind = cast(
-            Capability,
-            executor.execute(
-                texts, ids, positions, config=config, results=results, sink=sink,
-                reporter=reporter,
-            ),
-        )  # fmt: skip
-        if reporter is not None:
-            reporter.base = 0
-            reporter.force(len(results))
-        return kind
-    if config.warmup and positions:
-        _warm_up(defense, kind, texts, positions, config)
-    if reporter is not None:
-        reporter.force(0)
-    todo = positions
-    if kind == "check_batch":
-        check_batch = cast(Callable[[list[str]], object], defense.check_batch)  # type: ignore[attr-defined]
-        todo = run_batches(
-            check_batch, texts, ids, todo, config=config, results=results, sink=sink,
-            reporter=reporter,
-        )  # fmt: skip
-    elif kind == "acheck":
-        acheck = cast(Callable[[str], Awaitable[object]], defense.acheck)  # type: ignore[attr-defined]
-        run_async(
-            acheck, texts, ids, todo, config=config, results=results, sink=sink, reporter=reporter
+            Capability, executor.execute(texts, ids, positions, config=config, recorder=recorder)
         )
-        todo = ()
-    run_checks(
-        defense.check, texts, ids, todo, config=config, results=results, sink=sink,
-        reporter=reporter,
-    )  # fmt: skip
-    if reporter is not None:  # every pass fills all the positions it is given
-        reporter.base = 0
-        reporter.force(len(results))
+    else:
+        if config.warmup and positions:
+            _warm_up(defense, kind, texts, positions, config)
+        recorder.force()
+        todo = positions
+        if kind == "check_batch":
+            check_batch = cast(Callable[[list[str]], object], defense.check_batch)  # type: ignore[attr-defined]
+            todo = run_batches(check_batch, texts, ids, todo, config=config, recorder=recorder)
+        elif kind == "acheck":
+            acheck = cast(Callable[[str], Awaitable[object]], defense.acheck)  # type: ignore[attr-defined]
+            run_async(acheck, texts, ids, todo, config=config, recorder=recorder)
+            todo = ()
+        run_checks(defense.check, texts, ids, todo, config=config, recorder=recorder)
+    recorder.done = len(results)  # every pass fills all the positions it is given
+    recorder.force()
     return kind
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from shieldbench.engine._progress import Reporter
-from shieldbench.engine._threads import Sink
-from shieldbench.types import Outcome, RunConfig
+from shieldbench.engine._record import Recorder
+from shieldbench.types import RunConfig
 
 __all__ = ["Executor"]
 
@@ -15,10 +14,10 @@ __all__ = ["Executor"]
 class Executor(Protocol):
     """Screens texts somewhere else (a Ray cluster) and streams outcomes back.
 
-    :meth:`execute` fills ``results[i]`` for every ``i`` in ``positions`` with the
-    outcome of ``texts[i]`` (sample id ``ids[i]``), exactly once each; it hands every
-    outcome to ``sink`` (the checkpoint) as it arrives and tells ``reporter`` the
-    number done, adding them to ``reporter.base`` at the end. It returns the
+    :meth:`execute` records the outcome of ``texts[i]`` (sample id ``ids[i]``) for
+    every ``i`` in ``positions`` with ``recorder.put(i, outcome)`` as it arrives,
+    exactly once each (the recorder fills the results, writes the checkpoint and
+    counts progress), calling ``recorder.tick(now)`` now and then. It returns the
     capability the defense was called with. Timeouts, retries and errors follow
     ``config`` as in the local engine (the Ray executor runs the local engine on each
     worker), so the run, its checkpoint and ``--resume`` do not depend on where a
@@ -32,7 +31,5 @@ class Executor(Protocol):
         positions: Sequence[int],
         *,
         config: RunConfig,
-        results: list[Outcome | None],
-        sink: Sink | None,
-        reporter: Reporter | None,
+        recorder: Recorder,
     ) -> str: ...

@@ -40,8 +40,7 @@ from collections.abc import Iterator, Sequence
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-from shieldbench.engine._progress import Reporter
-from shieldbench.engine._threads import Sink
+from shieldbench.engine._record import Recorder
 from shieldbench.errors import ConfigError, RunError
 from shieldbench.types import Outcome, RunConfig
 
@@ -253,11 +252,9 @@ class RayExecutor:
         positions: Sequence[int],
         *,
         config: RunConfig,
-        results: list[Outcome | None],
-        sink: Sink | None,
-        reporter: Reporter | None,
+        recorder: Recorder,
     ) -> str:
-        """Fill ``results[i]`` for every ``i`` in ``positions``; returns the capability."""
+        """Record an outcome for every ``i`` in ``positions``; returns the capability."""
         self.start()
         ray = _import_ray()
         size = self.batch_size or config.batch_size
@@ -268,10 +265,8 @@ class RayExecutor:
         cfg = config.to_dict()
         queued: dict[Any, tuple[int, _Batch]] = {}  # object ref -> (actor slot, batch)
         load = [0] * len(self._actors)
-        done = 0
+        results = recorder.results
         replaced_here = 0
-        if reporter is not None:
-            reporter.force(0)
 
         def send(slot: int, batch: _Batch) -> None:
             batch.sent += 1
@@ -312,23 +307,14 @@ class RayExecutor:
                     except ray.exceptions.RayTaskError as exc:
                         raise RunError(f"a Ray worker failed: {_cause(exc)}") from None
                     for i, outcome in zip(batch.positions, outcomes, strict=True):
-                        if results[i] is None:
-                            results[i] = outcome
-                            done += 1
-                            if sink is not None:
-                                sink.add(outcome)
-                now = perf_counter()
-                if sink is not None:
-                    sink.flush_due(now)
-                if reporter is not None:
-                    reporter.update(done, now)
+                        if results[i] is None:  # a resent batch may come back twice
+                            recorder.put(i, outcome)
+                recorder.tick(perf_counter())
         except BaseException:
             for ref in queued:
                 with contextlib.suppress(Exception):
                     ray.cancel(ref, force=False)
             raise
-        if reporter is not None:
-            reporter.base += done
         return self.capability
 
     def _replace_dead(
