@@ -2,7 +2,9 @@
 
 A run file is self-contained: defense, dataset (with content hash), config,
 environment, every sample and every outcome. ``shieldbench report`` and
-``shieldbench compare`` read these files.
+``shieldbench compare`` read these files. A path ending in ``.parquet`` holds the
+same run in columnar form (one row per sample and outcome, written and read in row
+groups; see :mod:`shieldbench._runparquet`): the CLI writes it for large runs.
 
 Example:
     >>> import tempfile, pathlib
@@ -80,8 +82,15 @@ def run_from_dict(data: Mapping[str, Any], *, source: str = "<dict>") -> Run:
 
 
 def save_run(run: Run, path: str | Path) -> Path:
-    """Write ``run`` to ``path`` atomically (temp file + rename); returns the path."""
+    """Write ``run`` to ``path`` atomically (temp file + rename); returns the path.
+
+    JSON, or Parquet when ``path`` ends in ``.parquet``.
+    """
     target = Path(path)
+    if target.suffix == ".parquet":
+        from shieldbench._runparquet import save_run_parquet
+
+        return save_run_parquet(run, target)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".run-", suffix=".json", dir=target.parent)
     try:
@@ -97,8 +106,12 @@ def save_run(run: Run, path: str | Path) -> Path:
 
 
 def load_run(path: str | Path) -> Run:
-    """Read a run file written by :func:`save_run`."""
+    """Read a run file written by :func:`save_run` (JSON, or Parquet by its suffix)."""
     source = Path(path)
+    if source.suffix == ".parquet":
+        from shieldbench._runparquet import load_run_parquet
+
+        return load_run_parquet(source, schema_version=RUN_SCHEMA_VERSION)
     try:
         text = source.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -19,7 +19,7 @@ from shieldbench.datasets import Dataset, load_dataset
 from shieldbench.defenses import build_defense
 from shieldbench.engine import RayExecutor, run_defense, screen
 from shieldbench.errors import RunError
-from shieldbench.types import Outcome, RunConfig, Sample
+from shieldbench.types import Label, Outcome, RunConfig, Sample
 
 pytestmark = pytest.mark.usefixtures("ray_cluster")
 
@@ -31,7 +31,7 @@ def _data(n: int) -> Dataset:
     samples = []
     for i in range(n):
         word = words[i % len(words)] if i >= 8 else "warm text"
-        label = "attack" if i % 2 else "benign"
+        label: Label = "attack" if i % 2 else "benign"
         samples.append(Sample(f"s{i}", f"{word} #{i}", label, category=f"c{i % 3}"))
     return Dataset("inline", tuple(samples))
 

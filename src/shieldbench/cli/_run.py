@@ -34,6 +34,7 @@ from shieldbench.cli._scale import (
     ShardOption,
     WorkersOption,
     make_executor,
+    run_format,
 )
 from shieldbench.cli._stats import format_rate, print_comparison
 from shieldbench.config import BenchmarkConfig, load_config
@@ -231,7 +232,7 @@ def _run_job(
     total = len(dataset)
     if shard is not None:
         dataset = shard_dataset(dataset, *shard)
-    run_file = out / "runs" / f"{job.slug}.json"
+    run_file = out / "runs" / f"{job.slug}.{run_format(len(dataset))}"
     if run_file.exists():
         done = load_run(run_file)
         if (
