@@ -14,7 +14,10 @@ verdict columns are null when the outcome has no verdict).
 Any Parquet reader (pandas, DuckDB, Polars, Spark) reads the rows directly.
 :func:`shieldbench.runio.save_run` writes this form for a path ending in
 ``.parquet`` and :func:`shieldbench.runio.load_run` reads it back (a JSON run file
-stays readable as before).
+stays readable as before). Reading keeps the rows in Arrow memory: the Run's
+``samples`` and ``outcomes`` are :class:`~shieldbench._views.RecordView` objects
+that build ``Sample`` / ``Outcome`` objects a chunk at a time as metrics and
+reports iterate them.
 """
 
 from __future__ import annotations
@@ -22,11 +25,12 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from shieldbench._views import RecordView
 from shieldbench.errors import RunError
 from shieldbench.types import (
     DatasetInfo,
@@ -128,29 +132,48 @@ def save_run_parquet(run: Run, path: str | Path) -> Path:
     return target
 
 
-def _rows(source: Path) -> Iterator[tuple[Sample, Outcome]]:
-    import pyarrow.parquet as pq
+class _Rows(RecordView[Any]):
+    """One kind of record (samples or outcomes) over the rows of an Arrow table."""
 
-    with pq.ParquetFile(source) as handle:
-        for batch in handle.iter_batches(batch_size=ROW_GROUP):
-            cols = {name: batch.column(name).to_pylist() for name in batch.schema.names}
-            for row in zip(*cols.values(), strict=True):
-                yield _pair(dict(zip(cols, row, strict=True)))
+    def __init__(self, table: Any, make: Callable[[dict[str, Any]], Any]) -> None:
+        self._table = table
+        self._make = make
+        self._cache: tuple[int, list[Any]] = (-1, [])
+
+    def __len__(self) -> int:
+        return int(self._table.num_rows)
+
+    def _chunk(self, k: int) -> list[Any]:
+        if self._cache[0] != k:
+            part = self._table.slice(k * ROW_GROUP, ROW_GROUP)
+            cols = {name: part.column(name).to_pylist() for name in part.column_names}
+            rows = [dict(zip(cols, row, strict=True)) for row in zip(*cols.values(), strict=True)]
+            self._cache = (k, [self._make(r) for r in rows])
+        return self._cache[1]
+
+    def chunks(self) -> Iterator[list[Any]]:
+        for k in range(0, len(self), ROW_GROUP):
+            yield self._chunk(k // ROW_GROUP)
+
+    def _get(self, index: int) -> Any:
+        return self._chunk(index // ROW_GROUP)[index % ROW_GROUP]
 
 
-def _pair(r: dict[str, Any]) -> tuple[Sample, Outcome]:
-    sample = Sample(
+def _sample(r: dict[str, Any]) -> Sample:
+    return Sample(
         r["id"], r["text"], r["label"], r["category"], r["subcategory"], r["severity"],
         r["tier"], r["source"], json.loads(r["metadata"]) if r["metadata"] else {},
     )  # fmt: skip
+
+
+def _outcome(r: dict[str, Any]) -> Outcome:
     verdict = None
     if r["blocked"] is not None:
         verdict = Verdict(
             r["blocked"], r["score"], r["verdict_label"], tuple(r["reasons"] or ()),
             json.loads(r["details"]) if r["details"] else {},
         )  # fmt: skip
-    outcome = Outcome(r["id"], verdict, r["status"], r["error"], r["latency_ms"], r["attempts"])
-    return sample, outcome
+    return Outcome(r["id"], verdict, r["status"], r["error"], r["latency_ms"], r["attempts"])
 
 
 def load_run_parquet(path: str | Path, *, schema_version: int) -> Run:
@@ -174,18 +197,20 @@ def load_run_parquet(path: str | Path, *, schema_version: int) -> Run:
                 f"{source}: run schema_version {head.get('schema_version')!r} is not supported"
                 f" (this shieldbench reads version {schema_version})"
             )
-        samples: list[Sample] = []
-        outcomes: list[Outcome] = []
-        for sample, outcome in _rows(source):
-            samples.append(sample)
-            outcomes.append(outcome)
+        table = pq.read_table(source)
+        sample_cols = ["id", "text", "label", "category", "subcategory", "severity", "tier",
+                       "source", "metadata"]  # fmt: skip
+        outcome_cols = ["id", "status", "error", "latency_ms", "attempts", "blocked", "score",
+                        "verdict_label", "reasons", "details"]  # fmt: skip
+        samples = _Rows(table.select(sample_cols), _sample)
+        outcomes = _Rows(table.select(outcome_cols), _outcome)
         return Run(
             id=str(head["id"]),
             defense=DefenseInfo.from_dict(head["defense"]),
             dataset=DatasetInfo.from_dict(head["dataset"]),
             config=RunConfig.from_dict(head["config"]),
-            samples=tuple(samples),
-            outcomes=tuple(outcomes),
+            samples=samples,
+            outcomes=outcomes,
             started=datetime.fromisoformat(head["started"]),
             finished=datetime.fromisoformat(head["finished"]),
             environment=head.get("environment") or {},

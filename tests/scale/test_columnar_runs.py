@@ -48,7 +48,15 @@ def test_a_parquet_run_file_reads_back_as_the_same_run(tmp_path: Path, n: int) -
     run = _run(n)
     path = save_run(run, tmp_path / "run.parquet")
     back = load_run(path)
-    assert back == run
+    assert back.samples == run.samples  # read lazily, equal record by record
+    assert back.outcomes == run.outcomes
+    assert (back.id, back.defense, back.dataset, back.config) == (
+        run.id, run.defense, run.dataset, run.config
+    )  # fmt: skip
+    assert list(back.pairs()) == list(run.pairs())
+    if n:
+        assert back.samples[-1] == run.samples[-1]
+        assert back.outcomes[1:3] == run.outcomes[1:3]
     assert back.environment == run.environment
     assert [o.verdict.details if o.verdict else None for o in back.outcomes] == [
         o.verdict.details if o.verdict else None for o in run.outcomes

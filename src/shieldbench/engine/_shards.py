@@ -29,6 +29,7 @@ import dataclasses
 import re
 from collections.abc import Sequence
 
+from shieldbench._views import ChainView
 from shieldbench.datasets._dataset import Dataset, content_hash
 from shieldbench.errors import ConfigError, RunError
 from shieldbench.types import DatasetInfo, Run
@@ -145,7 +146,8 @@ def merge_runs(runs: Sequence[Run], *, names: Sequence[str] | None = None) -> Ru
                 f"{by_index[i][1]}: shard {i}/{count} holds {len(run.samples)} samples, not the"
                 f" {stop - start} its block of a {total}-sample dataset has"
             )
-    samples = tuple(s for r in ordered for s in r.samples)
+    # Read in place, not copied: shard runs loaded from Parquet stay columnar.
+    samples = ChainView([r.samples for r in ordered])
     digest = content_hash(samples)
     if digest != first.dataset.content_hash:
         raise RunError(
@@ -160,7 +162,7 @@ def merge_runs(runs: Sequence[Run], *, names: Sequence[str] | None = None) -> Ru
         dataset=DatasetInfo(first.dataset.spec, digest, len(samples), first.dataset.sources),
         config=first.config,
         samples=samples,
-        outcomes=tuple(o for r in ordered for o in r.outcomes),
+        outcomes=ChainView([r.outcomes for r in ordered]),
         started=min(r.started for r in ordered),
         finished=max(r.finished for r in ordered),
         environment=env,
