@@ -20,12 +20,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from large_runs import measure  # noqa: E402
-
-from shieldbench.datasets import content_hash  # noqa: E402
-from shieldbench.engine._shards import mark_shard, shard_bounds  # noqa: E402
-from shieldbench.runio import save_run  # noqa: E402
-from shieldbench.types import (  # noqa: E402
+from large_runs import measure
+from shieldbench.datasets import content_hash
+from shieldbench.engine._shards import mark_shard, shard_bounds
+from shieldbench.runio import save_run
+from shieldbench.types import (
     DatasetInfo,
     DefenseInfo,
     Outcome,
@@ -75,8 +74,12 @@ def main() -> int:
         "import sys; from shieldbench.runio import load_run, save_run;"
         " save_run(load_run(sys.argv[1]), sys.argv[2])"
     )
-    copy_s, copy_mb = measure([sys.executable, "-c", copy, str(unsplit), str(work / "copy.parquet")])
-    print(f"merge of {count} shards, {total:,} outcomes: {merge_s:.1f} s, peak RSS {merge_mb:.0f} MiB")
+    copy_s, copy_mb = measure(
+        [sys.executable, "-c", copy, str(unsplit), str(work / "copy.parquet")]
+    )
+    print(
+        f"merge of {count} shards, {total:,} outcomes: {merge_s:.1f} s, peak RSS {merge_mb:.0f} MiB"
+    )
     print(f"baseline: copy of the unsplit run (load + save): {copy_s:.1f} s, {copy_mb:.0f} MiB")
     print(f"merge vs copy: time {merge_s / copy_s:.2f}x, memory {merge_mb / copy_mb:.2f}x")
     return 0

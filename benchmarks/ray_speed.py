@@ -20,7 +20,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH")) if p)
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (str(HERE), os.environ.get("PYTHONPATH")) if p
+)
 sys.path.insert(0, str(HERE))
 
 from shieldbench.datasets import Dataset  # noqa: E402
