@@ -275,6 +275,8 @@ def _run_job(
     if shard is not None:
         run = mark_shard(run, *shard, total)
     save_run(run, run_file)
+    if run_file.suffix == ".parquet":  # large: read back columnar, so its objects can go
+        return load_run(run_file)
     return run
 
 
@@ -387,6 +389,8 @@ def run(
                     shard=shard_of,
                 )
             )
+            if all(later.dataset != job.dataset for later in jobs[job.index + 1 :]):
+                del datasets[job.dataset]  # its last job: free the samples (large data)
     finally:
         for pool in pools.values():
             if pool is not None:
