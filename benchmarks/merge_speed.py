@@ -27,6 +27,7 @@ from shieldbench.runio import save_run
 from shieldbench.types import (
     DatasetInfo,
     DefenseInfo,
+    Label,
     Outcome,
     Run,
     RunConfig,
@@ -37,7 +38,7 @@ from shieldbench.types import (
 
 def _samples(start: int, stop: int) -> Iterator[Sample]:
     for i in range(start, stop):
-        label = "attack" if i % 5 < 2 else "benign"
+        label: Label = "attack" if i % 5 < 2 else "benign"
         yield Sample(f"g{i:07d}", f"generated text number {i} for the merge benchmark", label,
                      category=f"cat{i % 20}")  # fmt: skip
 

@@ -100,3 +100,19 @@ def test_report_and_compare_read_parquet_runs(tmp_path: Path) -> None:
 def test_large_runs_are_stored_columnar() -> None:
     assert run_format(COLUMNAR_FROM - 1) == "json"
     assert run_format(COLUMNAR_FROM) == "parquet"
+
+
+def test_chained_views_read_as_one_sequence(tmp_path: Path) -> None:
+    from shieldbench._views import ChainView
+
+    run = _run(30)
+    view = load_run(save_run(run, tmp_path / "run.parquet")).samples
+    chain = ChainView([run.samples[:10], view[10:20], run.samples[20:]])
+    assert len(chain) == 30
+    assert list(chain) == list(run.samples)
+    assert chain[0] == run.samples[0]
+    assert chain[15] == run.samples[15]
+    assert chain[-1] == run.samples[-1]
+    assert chain[5:25:5] == run.samples[5:25:5]
+    with pytest.raises(IndexError):
+        chain[30]
