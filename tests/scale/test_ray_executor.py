@@ -168,3 +168,45 @@ def test_an_unreachable_address_is_a_clear_error() -> None:
         port = s.getsockname()[1]
     with pytest.raises(RunError, match=rf"cannot reach the Ray cluster at 127.0.0.1:{port}"):
         RayExecutor("pattern", address=f"127.0.0.1:{port}").start()
+
+
+def test_the_cli_runs_and_attacks_on_ray(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from shieldbench.cli import app
+    from shieldbench.errors import ConfigError
+    from shieldbench.runio import load_run
+
+    runner = CliRunner()
+    ray_opts = ["--executor", "ray", "--workers", "2"]
+    result = runner.invoke(
+        app,
+        ["run", "-d", "pattern", "-D", "builtin:smoke", *ray_opts, "--out", str(tmp_path / "r")],
+    )
+    assert result.exit_code == 0, result.output
+    (run_file,) = (tmp_path / "r" / "runs").glob("*.json")
+    assert load_run(run_file).environment["executor"] == "RayExecutor"
+    result = runner.invoke(
+        app,
+        ["attack", "-d", "pattern", "-D", "builtin:smoke", "--budget", "20", "--rounds", "1",
+         *ray_opts, "--out", str(tmp_path / "a")],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "a" / "attack.json").exists()
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "-d",
+            "pattern",
+            "-D",
+            "builtin:smoke",
+            "--workers",
+            "2",
+            "--out",
+            str(tmp_path / "x"),
+        ],
+    )
+    assert isinstance(result.exception, ConfigError)
+    assert "--executor ray" in str(result.exception)
+    assert not (tmp_path / "x").exists()
