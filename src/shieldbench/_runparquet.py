@@ -135,7 +135,7 @@ def save_run_parquet(run: Run, path: str | Path) -> Path:
 class _Rows(RecordView[Any]):
     """One kind of record (samples or outcomes) over the rows of an Arrow table."""
 
-    def __init__(self, table: Any, make: Callable[[dict[str, Any]], Any]) -> None:
+    def __init__(self, table: Any, make: Callable[[dict[str, list[Any]]], list[Any]]) -> None:
         self._table = table
         self._make = make
         self._cache: tuple[int, list[Any]] = (-1, [])
@@ -147,8 +147,7 @@ class _Rows(RecordView[Any]):
         if self._cache[0] != k:
             part = self._table.slice(k * ROW_GROUP, ROW_GROUP)
             cols = {name: part.column(name).to_pylist() for name in part.column_names}
-            rows = [dict(zip(cols, row, strict=True)) for row in zip(*cols.values(), strict=True)]
-            self._cache = (k, [self._make(r) for r in rows])
+            self._cache = (k, self._make(cols))
         return self._cache[1]
 
     def chunks(self) -> Iterator[list[Any]]:
@@ -159,21 +158,30 @@ class _Rows(RecordView[Any]):
         return self._chunk(index // ROW_GROUP)[index % ROW_GROUP]
 
 
-def _sample(r: dict[str, Any]) -> Sample:
-    return Sample(
-        r["id"], r["text"], r["label"], r["category"], r["subcategory"], r["severity"],
-        r["tier"], r["source"], json.loads(r["metadata"]) if r["metadata"] else {},
-    )  # fmt: skip
+def _samples(c: dict[str, list[Any]]) -> list[Sample]:
+    return [
+        Sample(i, t, lab, cat, sub, sev, tier, src, json.loads(meta) if meta else {})
+        for i, t, lab, cat, sub, sev, tier, src, meta in zip(
+            c["id"], c["text"], c["label"], c["category"], c["subcategory"], c["severity"],
+            c["tier"], c["source"], c["metadata"], strict=True,
+        )
+    ]  # fmt: skip
 
 
-def _outcome(r: dict[str, Any]) -> Outcome:
-    verdict = None
-    if r["blocked"] is not None:
-        verdict = Verdict(
-            r["blocked"], r["score"], r["verdict_label"], tuple(r["reasons"] or ()),
-            json.loads(r["details"]) if r["details"] else {},
-        )  # fmt: skip
-    return Outcome(r["id"], verdict, r["status"], r["error"], r["latency_ms"], r["attempts"])
+def _outcomes(c: dict[str, list[Any]]) -> list[Outcome]:
+    return [
+        Outcome(
+            i,
+            None if blocked is None else Verdict(
+                blocked, score, label, tuple(reasons or ()), json.loads(det) if det else {}
+            ),
+            status, error, latency, attempts,
+        )
+        for i, status, error, latency, attempts, blocked, score, label, reasons, det in zip(
+            c["id"], c["status"], c["error"], c["latency_ms"], c["attempts"], c["blocked"],
+            c["score"], c["verdict_label"], c["reasons"], c["details"], strict=True,
+        )
+    ]  # fmt: skip
 
 
 def load_run_parquet(path: str | Path, *, schema_version: int) -> Run:
@@ -202,8 +210,8 @@ def load_run_parquet(path: str | Path, *, schema_version: int) -> Run:
                        "source", "metadata"]  # fmt: skip
         outcome_cols = ["id", "status", "error", "latency_ms", "attempts", "blocked", "score",
                         "verdict_label", "reasons", "details"]  # fmt: skip
-        samples = _Rows(table.select(sample_cols), _sample)
-        outcomes = _Rows(table.select(outcome_cols), _outcome)
+        samples = _Rows(table.select(sample_cols), _samples)
+        outcomes = _Rows(table.select(outcome_cols), _outcomes)
         return Run(
             id=str(head["id"]),
             defense=DefenseInfo.from_dict(head["defense"]),

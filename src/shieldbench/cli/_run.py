@@ -275,8 +275,6 @@ def _run_job(
     if shard is not None:
         run = mark_shard(run, *shard, total)
     save_run(run, run_file)
-    if run_file.suffix == ".parquet":  # large: read back columnar, so its objects can go
-        return load_run(run_file)
     return run
 
 
