@@ -126,6 +126,7 @@ def save_run_parquet(run: Run, path: str | Path) -> Path:
                 writer.write_table(pa.table(_columns((), ()), schema=schema))
         os.chmod(tmp, 0o644)
         os.replace(tmp, target)
+        pa.default_memory_pool().release_unused()  # give the row groups' buffers back
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
