@@ -53,6 +53,7 @@ from shieldbench.cli._guards import (
     unique_specs,
 )
 from shieldbench.cli._outpaths import check_out_dir
+from shieldbench.cli._report import check_max_fpr
 from shieldbench.cli._scale import (
     ExecutorOption,
     RayAddressOption,
@@ -409,6 +410,10 @@ def run(
         float | None,
         typer.Option(help="Warn when a category is too small for this margin.", show_default="0.1"),
     ] = None,
+    max_fpr: Annotated[
+        float | None,
+        typer.Option(help="Your policy, FPR at most this (e.g. 0.02), drawn in the reports."),
+    ] = None,
     target: Annotated[
         str | None,
         typer.Option(
@@ -484,6 +489,7 @@ def run(
         "warmup": warmup,
         "batch_size": batch_size,
     }
+    check_max_fpr(max_fpr)
     if resume and out is None and config is None:
         raise ConfigError(
             "--resume needs the folder of the interrupted benchmark: pass --out DIR"
@@ -564,7 +570,9 @@ def run(
             print_comparison(compare_runs(group))
         print_end_to_end(group, accuracy)
     title = f"shieldbench benchmark {benchmark_id}"
-    paths = write_reports(build_report(runs, title=title, margin=cfg.margin), folder)
+    paths = write_reports(
+        build_report(runs, title=title, margin=cfg.margin, max_fpr=max_fpr), folder
+    )
     for fmt, path in sorted(paths.items()):
         console.print(f"{fmt:>4} report: {path}", highlight=False)
     if "html" in paths:
