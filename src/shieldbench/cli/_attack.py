@@ -25,6 +25,7 @@ from shieldbench.cli._e2e import E2EOptions, attack_end_to_end, build_plan, clos
 from shieldbench.cli._guards import single, unique_specs
 from shieldbench.cli._outpaths import check_out_dir, check_out_file
 from shieldbench.cli._report import print_report_paths
+from shieldbench.cli._scale import ExecutorOption, RayAddressOption, WorkersOption, make_executor
 from shieldbench.cli._store import (
     DbOption,
     NoStoreOption,
@@ -157,6 +158,9 @@ def attack(
     system_prompt: Annotated[
         str | None, typer.Option(help="End to end: system prompt text or @FILE.")
     ] = None,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
+    workers: WorkersOption = None,
 ) -> None:
     """Attack a defense adaptively: mutate the attacks it blocks until they get through,
     within a query budget; report static vs adaptive ASR, ASR per query, what worked.
@@ -212,6 +216,7 @@ def attack(
     )
     tags = parse_tags(tag)
     store = None if no_store else open_cli_store(db)
+    pool = make_executor(executor, spec, address=ray_address, workers=workers)
     data = load_dataset(data_spec)
     built: list[Defense] = []
     try:
@@ -237,8 +242,11 @@ def attack(
             defense_spec=spec,
             transfer=others,
             on_round=report,
+            executor=pool,
         )
     finally:
+        if pool is not None:
+            pool.close()
         _close(built)
     console.print(_summary(result))
     paths = {

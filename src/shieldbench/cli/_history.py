@@ -140,7 +140,7 @@ def _files(paths: list[Path]) -> list[Path]:
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found.extend(sorted(p for p in path.rglob("*.json") if p.is_file()))
+            found.extend(sorted(p for p in path.rglob("*") if p.suffix in (".json", ".parquet")))
         elif path.is_file():
             found.append(path)
         else:
@@ -151,16 +151,22 @@ def _files(paths: list[Path]) -> list[Path]:
 @history_app.command("import")
 def import_(
     ctx: typer.Context,
-    paths: Annotated[list[Path], typer.Argument(help="Run or attack files, or folders of them.")],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="Run files (.json, .parquet), attack.json files, or folders."),
+    ],
     tag: TagOption = None,
     db: DbOption = None,
 ) -> None:
     """Import run files (and attack results): the same run twice is stored once."""
-    from shieldbench.runio import run_from_dict
+    from shieldbench.runio import load_run, run_from_dict
 
     tags = parse_tags(tag)
     runs, attacks = [], []
     for path in _files(paths):
+        if path.suffix == ".parquet":  # a columnar run file
+            runs.append(load_run(path))
+            continue
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:

@@ -94,6 +94,11 @@ def _load(paths: Sequence[Path]) -> tuple[list[Run], AttackResult | None]:
     runs: list[Run] = []
     attack: AttackResult | None = None
     for path in paths:
+        if path.suffix == ".parquet":  # a columnar run file (large runs)
+            from shieldbench.runio import load_run
+
+            runs.append(load_run(path))
+            continue
         data = _read(path)
         kind = data.get("kind")
         if kind == "shieldbench.attack":

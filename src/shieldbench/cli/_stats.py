@@ -221,7 +221,7 @@ def _run_files(paths: list[Path]) -> list[Path]:
             files.append(path)
             continue
         folder = path / "runs" if (path / "runs").is_dir() else path
-        found = sorted(folder.glob("*.json"))
+        found = sorted([*folder.glob("*.json"), *folder.glob("*.parquet")])
         if not found:
             raise ConfigError(f"{path}: a folder without run files (*.json or runs/*.json)")
         files.extend(found)
