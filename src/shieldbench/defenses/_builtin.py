@@ -18,5 +18,6 @@ import shieldbench.defenses._recommended  # recommended
 import shieldbench.defenses._routing  # tiered, dual
 import shieldbench.defenses._semantic  # semantic
 import shieldbench.defenses._shift  # topic-shift
+import shieldbench.defenses.shieldguard._defense  # shieldguard
 import shieldbench.defenses._wrappers  # fail_closed, fail_open, dedup
 import shieldbench.defenses.pattern  # pattern
