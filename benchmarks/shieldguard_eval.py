@@ -3,7 +3,7 @@
 Protocol (stated in the README, section "shieldguard"):
 
 - The shared public sources are grouped into three folds
-  (``shieldbench.defenses.shieldguard._data.FOLDS``): jailbreak artefacts
+  (``shieldbench.defenses.models.shieldguard._data.FOLDS``): jailbreak artefacts
   (giskard, in-the-wild, GPTFuzz), chat (deepset, XSTest, GPTeacher role-play,
   alpaca, plus ``builtin:core``), documents / agents (BIPIA, CyberSecEval,
   InjecAgent, AgentDojo). For each fold a model is fine-tuned from the base
@@ -12,7 +12,7 @@ Protocol (stated in the README, section "shieldguard"):
   the jailbreak fold) and without near-duplicates of the fold's texts; its
   threshold is calibrated on benign dev rows of the OTHER sources. It is then
   tested on the fold's sources (``--folds DIR`` holds ``fold-<name>/``, made by
-  ``python -m shieldbench.defenses.shieldguard train DIR/fold-<name> --fold <name>
+  ``python -m shieldbench.defenses.models.shieldguard train DIR/fold-<name> --fold <name>
   --steps 300 --threads 1``: fewer steps than the shipped model, to fit the
   machine; the figures are a lower bound for the full recipe).
 - ``--model DIR`` (default: the shipped model) is also measured on the 30% test
@@ -42,8 +42,8 @@ from typing import Any
 
 from shieldbench.datasets import load_dataset
 from shieldbench.defenses import build_defense
-from shieldbench.defenses.shieldguard import ShieldGuardDefense
-from shieldbench.defenses.shieldguard._data import FOLDS, SHARED, shared_rows, split_of
+from shieldbench.defenses.models.shieldguard import ShieldGuardDefense
+from shieldbench.defenses.models.shieldguard._data import FOLDS, SHARED, shared_rows, split_of
 from shieldbench.metrics import McNemarResult, PairedTable, mcnemar_test, rate
 
 Row = tuple[str, str, int]  # (set, text, label)
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(markdown(report[f"loso:{fold}"], f"held-out fold: {fold}"), flush=True)
     if args.only != "loso":
-        from shieldbench.defenses.shieldguard import shipped_model_path
+        from shieldbench.defenses.models.shieldguard import shipped_model_path
 
         model = args.model or shipped_model_path()
         report["test"] = measure(test_rows(args.per_set), model, args.nanoguard)

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shieldbench.defenses.shieldguard import STRIDE, WINDOW, shipped_model_path, windows
-from shieldbench.defenses.shieldguard._data import FOLDS, SHARED, split_of
-from shieldbench.defenses.shieldguard._scorer import head_tail
-from shieldbench.defenses.shieldguard._written import documents, indirect, notinject
+from shieldbench.defenses.models.shieldguard import STRIDE, WINDOW, shipped_model_path, windows
+from shieldbench.defenses.models.shieldguard._data import FOLDS, SHARED, split_of
+from shieldbench.defenses.models.shieldguard._scorer import head_tail
+from shieldbench.defenses.models.shieldguard._written import documents, indirect, notinject
 from shieldbench.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,7 +66,7 @@ def test_split_is_a_fixed_hash_of_the_id_with_the_stated_shares() -> None:
 def _guard() -> object:
     pytest.importorskip("onnxruntime")
     pytest.importorskip("tokenizers")
-    from shieldbench.defenses.shieldguard import ShieldGuardDefense
+    from shieldbench.defenses.models.shieldguard import ShieldGuardDefense
 
     return ShieldGuardDefense()
 
@@ -82,7 +82,7 @@ def test_shipped_model_has_a_card_with_threshold_and_size_limit() -> None:
 
 @pytest.mark.slow
 def test_shipped_model_blocks_attacks_passes_benign_and_sees_the_middle_of_long_documents() -> None:
-    from shieldbench.defenses.shieldguard import ShieldGuardDefense
+    from shieldbench.defenses.models.shieldguard import ShieldGuardDefense
 
     guard = _guard()
     assert isinstance(guard, ShieldGuardDefense)
@@ -105,7 +105,7 @@ def test_shipped_model_blocks_attacks_passes_benign_and_sees_the_middle_of_long_
 
 def test_bad_folder_and_threshold_are_config_errors(tmp_path: Path) -> None:
     pytest.importorskip("onnxruntime")
-    from shieldbench.defenses.shieldguard import ShieldGuardDefense
+    from shieldbench.defenses.models.shieldguard import ShieldGuardDefense
 
     with pytest.raises(ConfigError, match=r"no model\.onnx"):
         ShieldGuardDefense(tmp_path)
@@ -120,7 +120,7 @@ def test_train_cli_rejects_an_unknown_fold_with_exit_code_2(tmp_path: Path) -> N
         [
             sys.executable,
             "-m",
-            "shieldbench.defenses.shieldguard",
+            "shieldbench.defenses.models.shieldguard",
             "train",
             str(tmp_path / "o"),
             "--fold",
@@ -144,7 +144,7 @@ def test_train_cli_rejects_an_unknown_fold_with_exit_code_2(tmp_path: Path) -> N
 def test_recommended_is_pattern_or_shieldguard_and_v1_stays_available() -> None:
     pytest.importorskip("onnxruntime")
     from shieldbench.defenses import build_defense, registry
-    from shieldbench.defenses._recommended import RECOMMENDED
+    from shieldbench.defenses.compose._recommended import RECOMMENDED
 
     pipeline = build_defense("recommended")
     children = [c.name for c in pipeline.children]  # type: ignore[attr-defined]
