@@ -61,8 +61,8 @@ RECOMMENDED_V1 = "any(pattern, embedding-lr, topic-shift)"
 
 def build_recommended() -> Vote:
     """The ``recommended`` pipeline (see the module doc), named ``recommended``."""
-    from shieldbench.defenses.rules._pattern import PatternDefense
     from shieldbench.defenses.models.shieldguard import ShieldGuardDefense
+    from shieldbench.defenses.rules._pattern import PatternDefense
 
     pipeline = Vote([PatternDefense(), ShieldGuardDefense()], k=1, kind="any")
     pipeline.name = "recommended"

@@ -1,4 +1,4 @@
-"""``python -m shieldbench.defenses.models.shieldguard train OUT [--steps N] [--fold NAME] [--seed N]``.
+"""``python -m shieldbench.defenses.models.shieldguard train OUT [--steps N] [--fold NAME]``.
 
 Retrains shieldguard from the installed data, ``../shared/datasets`` (or
 ``SHIELDGUARD_DATA``) and the written data; CPU only, seeded. The shipped model

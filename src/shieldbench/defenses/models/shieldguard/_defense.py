@@ -43,15 +43,15 @@ class ShieldGuardDefense:
         threads: int = 2,
         batch_size: int = 32,
     ) -> None:
+        if threshold is not None and not 0.0 <= threshold <= 1.0:
+            raise ConfigError(f"shieldguard: threshold must be in [0, 1], got {threshold}")
+        if threads < 1 or batch_size < 1:
+            raise ConfigError("shieldguard: threads and batch_size must be at least 1")
         folder = shipped_model_path() if folder is None else folder
         card_path = folder / "card.json"
         if not card_path.is_file() or not (folder / "model.onnx").is_file():
             raise ConfigError(f"shieldguard: {folder} has no model.onnx and card.json")
         self.card: dict[str, Any] = json.loads(card_path.read_text(encoding="utf-8"))
-        if threshold is not None and not 0.0 <= threshold <= 1.0:
-            raise ConfigError(f"shieldguard: threshold must be in [0, 1], got {threshold}")
-        if threads < 1 or batch_size < 1:
-            raise ConfigError("shieldguard: threads and batch_size must be at least 1")
         self.threshold = float(self.card["threshold"]) if threshold is None else threshold
         try:
             self.scorer = Scorer(folder, threads=threads, batch_size=batch_size)

@@ -100,7 +100,7 @@ def train(out: Path, config: TrainConfig) -> Path:
     tokenizer = Tokenizer.from_file(str(base / "tokenizer.json"))
     tokenizer.no_truncation()
     tokenizer.no_padding()
-    cls, sep = int(tokenizer.token_to_id("[CLS]")), int(tokenizer.token_to_id("[SEP]"))
+    cls, sep = tokenizer.token_to_id("[CLS]") or 101, tokenizer.token_to_id("[SEP]") or 102
     encoded = [
         [cls, *head_tail(e.ids, config.max_len - 2), sep]
         for e in tokenizer.encode_batch([x.text for x in examples], add_special_tokens=False)
