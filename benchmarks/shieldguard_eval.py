@@ -32,6 +32,7 @@ Run: ``python benchmarks/shieldguard_eval.py --folds DIR [--per-set 200] [--json
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import random
 import sys
@@ -100,13 +101,16 @@ def _subset(rows: list[Row], limit: int) -> list[int]:
     return keep
 
 
-def measure(rows: list[Row], model: Path, nanoguard: int) -> dict[str, Any]:
+def _others(rows: list[Row], nanoguard: int, cache: Path | None) -> dict[str, Any]:
+    """Verdicts of the comparison defenses (cached by rows: they do not depend on the model)."""
+    key = hashlib.sha256(json.dumps([rows, nanoguard]).encode()).hexdigest()[:12]
+    path = None if cache is None else cache / f"others-{key}.json"
+    if path is not None and path.is_file():
+        cached: dict[str, Any] = json.loads(path.read_text())
+        return cached
     texts = [r[1] for r in rows]
     result: dict[str, list[bool | None]] = {}
     seconds: dict[str, float] = {}
-    guard = ShieldGuardDefense(model)
-    blocked, seconds["shieldguard"] = _blocked(guard, texts)
-    result["shieldguard"] = [bool(b) for b in blocked]
     for spec in OTHERS:
         defense = build_defense(spec)
         idx = _subset(rows, nanoguard) if spec == "nanoguard" else list(range(len(rows)))
@@ -116,6 +120,21 @@ def measure(rows: list[Row], model: Path, nanoguard: int) -> dict[str, Any]:
             column[i] = b
         result[spec] = column
         print(f"  {spec}: {seconds[spec]:.0f}s for {len(idx)} texts", file=sys.stderr, flush=True)
+    out = {"blocked": result, "seconds": seconds}
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(out))
+    return out
+
+
+def measure(rows: list[Row], model: Path, nanoguard: int, cache: Path | None) -> dict[str, Any]:
+    others = _others(rows, nanoguard, cache)
+    texts = [r[1] for r in rows]
+    guard = ShieldGuardDefense(model)
+    blocked, took = _blocked(guard, texts)
+    result: dict[str, list[bool | None]] = {"shieldguard": [bool(b) for b in blocked]}
+    result.update(others["blocked"])
+    seconds = {"shieldguard": took, **others["seconds"]}
     result["recommended (new)"] = [  # any(pattern, shieldguard), from the two verdicts
         bool(a) or bool(b) for a, b in zip(result["pattern"], result["shieldguard"], strict=True)
     ]
@@ -191,20 +210,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nanoguard", type=int, default=50)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--only", choices=("loso", "test"), default=None)
+    parser.add_argument("--cache", type=Path, default=None, help="reuse comparison verdicts")
+    parser.add_argument("--others-only", action="store_true", help="only fill --cache")
     args = parser.parse_args(argv)
     report: dict[str, Any] = {}
     if args.only != "test" and args.folds is not None:
         for fold in FOLDS:
+            if not (args.folds / f"fold-{fold}").is_dir() and not args.others_only:
+                print(f"fold {fold}: no model in {args.folds}, skipped", file=sys.stderr)
+                continue
             print(f"fold {fold}", file=sys.stderr, flush=True)
-            report[f"loso:{fold}"] = measure(
-                fold_rows(fold, args.per_set), args.folds / f"fold-{fold}", args.nanoguard
-            )
+            rows = fold_rows(fold, args.per_set)
+            if args.others_only:
+                _others(rows, args.nanoguard, args.cache)
+                continue
+            model = args.folds / f"fold-{fold}"
+            report[f"loso:{fold}"] = measure(rows, model, args.nanoguard, args.cache)
             print(markdown(report[f"loso:{fold}"], f"held-out fold: {fold}"), flush=True)
     if args.only != "loso":
         from shieldbench.defenses.models.shieldguard import shipped_model_path
 
         model = args.model or shipped_model_path()
-        report["test"] = measure(test_rows(args.per_set), model, args.nanoguard)
+        rows = test_rows(args.per_set)
+        if args.others_only:
+            _others(rows, args.nanoguard, args.cache)
+            return 0
+        report["test"] = measure(rows, model, args.nanoguard, args.cache)
         print(markdown(report["test"], "30% test split (in-distribution)"), flush=True)
     if args.json:
         args.json.write_text(json.dumps(report) + "\n")

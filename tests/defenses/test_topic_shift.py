@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shieldbench.defenses import build_defense
-from shieldbench.defenses.compose._recommended import RECOMMENDED_V1
+from shieldbench.defenses.compose._recommended import RECOMMENDED
 from shieldbench.defenses.models._shift import TopicShiftDefense, split_sentences
 from shieldbench.errors import ConfigError, SpecError
 
@@ -98,13 +98,13 @@ def test_bad_options_fail_fast(spec: str) -> None:
 
 @pytest.fixture(scope="module")
 def recommended() -> object:
-    return build_defense("recommended-v1")
+    return build_defense("recommended")
 
 
 def test_recommended_is_the_documented_composition(recommended: object) -> None:
-    assert recommended.name == "recommended-v1"  # type: ignore[attr-defined]
+    assert recommended.name == "recommended"  # type: ignore[attr-defined]
     children = [c.name for c in recommended.children]  # type: ignore[attr-defined]
-    assert f"any({', '.join(children)})" == RECOMMENDED_V1
+    assert f"any({', '.join(children)})" == RECOMMENDED
     lr, shift = recommended.children[1:]  # type: ignore[attr-defined]
     assert lr.embedder is shift.embedder  # one model, one cache
     assert "embedding-lr=" in recommended.version  # type: ignore[attr-defined]
@@ -127,4 +127,4 @@ def test_recommended_blocks_each_family_and_allows_benign(recommended: object) -
 
 def test_recommended_takes_no_options() -> None:
     with pytest.raises(SpecError, match="takes no options"):
-        build_defense("recommended-v1(threshold=0.3)")
+        build_defense("recommended(threshold=0.3)")

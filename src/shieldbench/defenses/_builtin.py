@@ -19,6 +19,7 @@ import shieldbench.defenses.models._embedding_lr  # embedding-lr
 import shieldbench.defenses.models._semantic  # semantic
 import shieldbench.defenses.models._shift  # topic-shift
 import shieldbench.defenses.models.shieldguard._defense  # shieldguard
+import shieldbench.defenses.models.shieldguard._pipeline  # recommended-next
 import shieldbench.defenses.remote._http  # http
 import shieldbench.defenses.remote._llm  # llm, openai
 import shieldbench.defenses.rules._pattern  # pattern

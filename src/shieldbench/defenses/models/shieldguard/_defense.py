@@ -31,6 +31,11 @@ class ShieldGuardDefense:
     shipped model, or one written by ``python -m shieldbench.defenses.models.shieldguard
     train OUT``). ``threshold`` defaults to the card's, calibrated on benign
     development data for the card's target false positive rate.
+
+    ``batch_size`` is how many windows go through the model in one call. It is 1 by
+    default because dynamic int8 quantization scales activations per call: with
+    larger batches a text's score depends slightly on its batch companions, and
+    ``check`` and ``check_batch`` could disagree near the threshold.
     """
 
     name = "shieldguard"
@@ -41,7 +46,7 @@ class ShieldGuardDefense:
         *,
         threshold: float | None = None,
         threads: int = 2,
-        batch_size: int = 32,
+        batch_size: int = 1,
     ) -> None:
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise ConfigError(f"shieldguard: threshold must be in [0, 1], got {threshold}")
@@ -95,5 +100,5 @@ def _shieldguard(spec: Spec) -> ShieldGuardDefense:
         Path(spec.arg) if spec.arg else None,
         threshold=spec.float_option("threshold"),
         threads=spec.int_option("threads", 2) or 2,
-        batch_size=spec.int_option("batch_size", 32) or 32,
+        batch_size=spec.int_option("batch_size", 1) or 1,
     )

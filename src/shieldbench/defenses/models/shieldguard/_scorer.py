@@ -46,7 +46,7 @@ def head_tail(ids: Sequence[int], limit: int) -> list[int]:
 class Scorer:
     """P(attack) of texts from an int8 ONNX model folder (``model.onnx``, ``tokenizer.json``)."""
 
-    def __init__(self, folder: Path, *, threads: int = 2, batch_size: int = 32) -> None:
+    def __init__(self, folder: Path, *, threads: int = 2, batch_size: int = 1) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
