@@ -19,12 +19,12 @@ Protocol (stated in the README, section "shieldguard"):
   split of every shared source (``split_of``), rows it was never trained or
   calibrated on: the in-distribution figure.
 - On exactly the same rows, in the same run: ``pattern``, ``guardify``,
-  ``recommended-v1`` (the old pipeline), ``nanoguard`` (slow: only the first
+  ``recommended`` (the current pipeline), ``nanoguard`` (slow: only the first
   ``--nanoguard`` rows per set of the same seeded sample), and the new
-  ``recommended`` = any(pattern, shieldguard) computed from the two verdicts.
+  ``recommended-next`` = any(pattern, shieldguard) computed from the two verdicts.
 - Each set is a seeded sample of at most ``--per-set`` rows per label (the
   ``n`` of each cell). McNemar (paired, on correct / wrong per row) compares the
-  new and the old pipeline on every row of each protocol.
+  candidate and the current pipeline on every row of each protocol.
 
 Run: ``python benchmarks/shieldguard_eval.py --folds DIR [--per-set 200] [--json OUT]``.
 """
@@ -48,7 +48,7 @@ from shieldbench.defenses.models.shieldguard._data import FOLDS, SHARED, shared_
 from shieldbench.metrics import McNemarResult, PairedTable, mcnemar_test, rate
 
 Row = tuple[str, str, int]  # (set, text, label)
-OTHERS = ("pattern", "guardify", "recommended-v1", "nanoguard")
+OTHERS = ("pattern", "guardify", "recommended", "nanoguard")
 
 
 def _sample(rows: list[Row], per_set: int) -> list[Row]:
@@ -101,9 +101,11 @@ def _subset(rows: list[Row], limit: int) -> list[int]:
     return keep
 
 
-def _others(rows: list[Row], nanoguard: int, cache: Path | None) -> dict[str, Any]:
+def _others(
+    rows: list[Row], nanoguard: int, cache: Path | None, specs: Sequence[str] = OTHERS
+) -> dict[str, Any]:
     """Verdicts of the comparison defenses (cached by rows: they do not depend on the model)."""
-    key = hashlib.sha256(json.dumps([rows, nanoguard]).encode()).hexdigest()[:12]
+    key = hashlib.sha256(json.dumps([rows, nanoguard, list(specs)]).encode()).hexdigest()[:12]
     path = None if cache is None else cache / f"others-{key}.json"
     if path is not None and path.is_file():
         cached: dict[str, Any] = json.loads(path.read_text())
@@ -111,7 +113,7 @@ def _others(rows: list[Row], nanoguard: int, cache: Path | None) -> dict[str, An
     texts = [r[1] for r in rows]
     result: dict[str, list[bool | None]] = {}
     seconds: dict[str, float] = {}
-    for spec in OTHERS:
+    for spec in specs:
         defense = build_defense(spec)
         idx = _subset(rows, nanoguard) if spec == "nanoguard" else list(range(len(rows)))
         got, seconds[spec] = _blocked(defense, [texts[i] for i in idx])
@@ -127,17 +129,21 @@ def _others(rows: list[Row], nanoguard: int, cache: Path | None) -> dict[str, An
     return out
 
 
-def measure(rows: list[Row], model: Path, nanoguard: int, cache: Path | None) -> dict[str, Any]:
-    others = _others(rows, nanoguard, cache)
+def measure(
+    rows: list[Row], model: Path, nanoguard: int, cache: Path | None, specs: Sequence[str]
+) -> dict[str, Any]:
+    others = _others(rows, nanoguard, cache, specs)
     texts = [r[1] for r in rows]
     guard = ShieldGuardDefense(model)
     blocked, took = _blocked(guard, texts)
     result: dict[str, list[bool | None]] = {"shieldguard": [bool(b) for b in blocked]}
     result.update(others["blocked"])
     seconds = {"shieldguard": took, **others["seconds"]}
-    result["recommended (new)"] = [  # any(pattern, shieldguard), from the two verdicts
-        bool(a) or bool(b) for a, b in zip(result["pattern"], result["shieldguard"], strict=True)
-    ]
+    if "pattern" in result:
+        result["recommended-next"] = [  # any(pattern, shieldguard), from the two verdicts
+            bool(a) or bool(b)
+            for a, b in zip(result["pattern"], result["shieldguard"], strict=True)
+        ]
     return {"rows": [(r[0], r[2]) for r in rows], "blocked": result, "seconds": seconds}
 
 
@@ -155,7 +161,7 @@ def _cells(measured: dict[str, Any]) -> dict[str, dict[str, tuple[int, int]]]:
 
 
 def mcnemar(measured: dict[str, Any]) -> McNemarResult:
-    old, new = measured["blocked"]["recommended-v1"], measured["blocked"]["recommended (new)"]
+    old, new = measured["blocked"]["recommended"], measured["blocked"]["recommended-next"]
     both = only_old = only_new = neither = 0
     for (_, label), a, b in zip(measured["rows"], old, new, strict=True):
         ok_old, ok_new = bool(a) == bool(label), bool(b) == bool(label)
@@ -193,10 +199,12 @@ def markdown(measured: dict[str, Any], title: str) -> str:
             else:
                 row.append(f"{max((k / n for k, n in parts if n), default=0):.3f}")
             lines.append("| " + " | ".join(row) + " |")
+    if "recommended" not in measured["blocked"]:
+        return "\n".join(lines)
     test = mcnemar(measured)
     lines += [
         "",
-        f"McNemar, new vs old recommended (correct per row): p = {test.p_value:.3g}"
+        f"McNemar, recommended-next vs recommended (correct per row): p = {test.p_value:.3g}"
         f" ({test.method}, {test.n_discordant} discordant rows)",
     ]
     return "\n".join(lines)
@@ -210,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nanoguard", type=int, default=50)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--only", choices=("loso", "test"), default=None)
+    parser.add_argument("--others", default=",".join(OTHERS), help="comparison defenses")
     parser.add_argument("--cache", type=Path, default=None, help="reuse comparison verdicts")
     parser.add_argument("--others-only", action="store_true", help="only fill --cache")
     args = parser.parse_args(argv)
@@ -222,10 +231,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"fold {fold}", file=sys.stderr, flush=True)
             rows = fold_rows(fold, args.per_set)
             if args.others_only:
-                _others(rows, args.nanoguard, args.cache)
+                _others(rows, args.nanoguard, args.cache, args.others.split(","))
                 continue
             model = args.folds / f"fold-{fold}"
-            report[f"loso:{fold}"] = measure(rows, model, args.nanoguard, args.cache)
+            report[f"loso:{fold}"] = measure(
+                rows, model, args.nanoguard, args.cache, args.others.split(",")
+            )
             print(markdown(report[f"loso:{fold}"], f"held-out fold: {fold}"), flush=True)
     if args.only != "loso":
         from shieldbench.defenses.models.shieldguard import shipped_model_path
@@ -233,9 +244,9 @@ def main(argv: list[str] | None = None) -> int:
         model = args.model or shipped_model_path()
         rows = test_rows(args.per_set)
         if args.others_only:
-            _others(rows, args.nanoguard, args.cache)
+            _others(rows, args.nanoguard, args.cache, args.others.split(","))
             return 0
-        report["test"] = measure(rows, model, args.nanoguard, args.cache)
+        report["test"] = measure(rows, model, args.nanoguard, args.cache, args.others.split(","))
         print(markdown(report["test"], "30% test split (in-distribution)"), flush=True)
     if args.json:
         args.json.write_text(json.dumps(report) + "\n")
