@@ -84,8 +84,11 @@ class Sample:
     tier: Tier | None = None
     source: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, compare=False)
+    messages: tuple[Mapping[str, str], ...] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
+        if self.messages is not None:
+            object.__setattr__(self, "messages", _check_messages(self.id, self.messages))
         if self.label not in LABELS:
             raise ValueError(
                 f"Sample {self.id!r}: label must be one of {LABELS}, got {self.label!r}"
@@ -113,7 +116,7 @@ class Sample:
             "tier": self.tier,
             "source": self.source,
             "metadata": dict(self.metadata),
-        }
+        } | ({} if self.messages is None else {"messages": [dict(m) for m in self.messages]})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Sample:
@@ -127,7 +130,33 @@ class Sample:
             tier=data.get("tier"),
             source=data.get("source"),
             metadata=data.get("metadata") or {},
+            messages=data.get("messages"),
         )
+
+
+MESSAGE_ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
+
+
+def _check_messages(sample_id: str, messages: Any) -> tuple[Mapping[str, str], ...]:
+    """A conversation as read-only ``{"role", "content"}`` mappings, checked."""
+    if isinstance(messages, str | bytes) or not hasattr(messages, "__iter__"):
+        raise ValueError(f"Sample {sample_id!r}: messages must be a list of {{role, content}}")
+    checked = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping):
+            raise ValueError(f"Sample {sample_id!r}: messages[{i}] is not an object")
+        role, content = m.get("role"), m.get("content")
+        if role not in MESSAGE_ROLES:
+            raise ValueError(
+                f"Sample {sample_id!r}: messages[{i}].role must be one of {MESSAGE_ROLES},"
+                f" got {role!r}"
+            )
+        if not isinstance(content, str):
+            raise ValueError(f"Sample {sample_id!r}: messages[{i}].content must be a string")
+        checked.append(MappingProxyType({"role": role, "content": content}))
+    if not checked:
+        raise ValueError(f"Sample {sample_id!r}: messages is empty")
+    return tuple(checked)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,8 +227,11 @@ class Outcome:
     error: str | None = None
     latency_ms: float | None = None
     attempts: int = 1
+    end_to_end: Mapping[str, Any] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
+        if self.end_to_end is not None:
+            object.__setattr__(self, "end_to_end", _frozen_mapping(self.end_to_end))
         if self.status not in STATUSES:
             raise ValueError(f"Outcome.status must be one of {STATUSES}, got {self.status!r}")
         if self.status == "ok" and self.verdict is None:
@@ -221,7 +253,7 @@ class Outcome:
             "error": self.error,
             "latency_ms": self.latency_ms,
             "attempts": self.attempts,
-        }
+        } | ({} if self.end_to_end is None else {"end_to_end": dict(self.end_to_end)})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Outcome:
@@ -233,6 +265,7 @@ class Outcome:
             error=data.get("error"),
             latency_ms=data.get("latency_ms"),
             attempts=int(data.get("attempts", 1)),
+            end_to_end=data.get("end_to_end"),
         )
 
 
@@ -360,8 +393,10 @@ class Run:
     finished: datetime
     environment: Mapping[str, str] = field(default_factory=lambda: _EMPTY, compare=False)
     schema_version: int = 1
+    end_to_end: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, compare=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "end_to_end", _frozen_mapping(self.end_to_end))
         object.__setattr__(self, "samples", tuple(self.samples))
         object.__setattr__(self, "outcomes", tuple(self.outcomes))
         object.__setattr__(self, "environment", _frozen_mapping(self.environment))

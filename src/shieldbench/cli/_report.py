@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
+from shieldbench._textio import read_text_input
 from shieldbench.cli._app import app, console
+from shieldbench.cli._outpaths import check_out_dir
 from shieldbench.errors import ConfigError, RunError
 from shieldbench.runio import run_from_dict
 from shieldbench.types import ERROR_POLICIES, Run
@@ -69,12 +71,7 @@ def print_report_paths(paths: dict[str, Path]) -> None:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RunError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise RunError(f"{path}: cannot read it ({exc.strerror})") from None
+    text = read_text_input(path, error=RunError, what="run or attack file")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -123,7 +120,8 @@ def report(
     out: Annotated[
         Path | None,
         typer.Option(
-            help="Folder for the report files (default: see `shieldbench report --help`)."
+            help="Folder for the report files (default: <input name>-report/ beside a single"
+            " input, else reports/report-<id>/)."
         ),
     ] = None,
     title: Annotated[str | None, typer.Option(help="Report title.")] = None,
@@ -150,6 +148,8 @@ def report(
     formats = parse_formats(fmt)
     if policy is not None and policy not in ERROR_POLICIES:
         raise ConfigError(f"--policy {policy!r}: choose one of {', '.join(ERROR_POLICIES)}")
+    if out is not None:
+        check_out_dir(out, option="--out")  # before reading inputs
     runs, attack = _load(inputs)
     if out is None:
         if len(inputs) == 1:
@@ -157,6 +157,7 @@ def report(
         else:
             keys = [r.id for r in runs] + ([attack.meta.id] if attack is not None else [])
             out = Path("reports") / f"report-{output_id(keys)}"
+    check_out_dir(out, option="--out")
     built = build_report(
         runs,
         title=title,

@@ -21,7 +21,7 @@ Example:
     >>> _ = (d / "x.jsonl").write_text("\\n".join(lines))
     >>> ds = load_jsonl(d / "x.jsonl")
     >>> [(s.id, s.label) for s in ds]
-    [('x:1', 'benign'), ('x:2', 'attack')]
+    [('line:1', 'benign'), ('line:2', 'attack')]
     >>> tmp.cleanup()
 """
 
@@ -94,7 +94,10 @@ def jsonl_records(text: str, path: str | Path) -> Iterator[tuple[int, dict[str, 
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DatasetError(
-                f"malformed JSON: {exc.msg} at column {exc.colno}", path=path, line=lineno
+                # json's "Unterminated string starting at" already ends with "at".
+                f"malformed JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}",
+                path=path,
+                line=lineno,
             ) from None
         if not isinstance(record, dict):
             raise DatasetError(

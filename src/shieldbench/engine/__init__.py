@@ -52,8 +52,9 @@ Example:
 
 from __future__ import annotations
 
+from shieldbench.engine._e2e import EndToEnd, apply_end_to_end
 from shieldbench.engine._execute import screen
 from shieldbench.engine._progress import ProgressHook
 from shieldbench.engine._run import new_run_id, run_defense
 
-__all__ = ["ProgressHook", "new_run_id", "run_defense", "screen"]
+__all__ = ["EndToEnd", "ProgressHook", "apply_end_to_end", "new_run_id", "run_defense", "screen"]

@@ -34,6 +34,7 @@ from typing import Generic, Protocol, TypeVar
 from shieldbench.engine._calls import (
     FAILED,
     Slot,
+    defense_failure,
     finish,
     ok_or_wrong_type,
     retry_sync,
@@ -230,7 +231,8 @@ def _inline(
         t0 = perf_counter()
         try:
             value: object = check(texts[i])
-        except Exception as exc:
+        except (Exception, SystemExit) as caught:
+            exc = defense_failure(caught)
             value, err, attempts, elapsed = retry_sync(
                 check, texts[i], exc, perf_counter() - t0, config, None
             )
@@ -278,7 +280,8 @@ def run_checks(
             slot.unit = i
             try:
                 value: object = check(texts[i])
-            except Exception as exc:
+            except (Exception, SystemExit) as caught:
+                exc = defense_failure(caught)
                 value, err, attempts, elapsed = retry_sync(
                     check, texts[i], exc, perf_counter() - t0, config, slot
                 )
@@ -340,7 +343,8 @@ def run_batches(
                 value: object = check_batch(batch)
                 err: Exception | None = None
                 attempts, elapsed = 1, perf_counter() - t0
-            except Exception as exc:
+            except (Exception, SystemExit) as caught:
+                exc = defense_failure(caught)
                 value, err, attempts, elapsed = retry_sync(
                     check_batch, batch, exc, perf_counter() - t0, config, slot
                 )

@@ -45,6 +45,7 @@ from shieldbench.metrics import (
     summarize,
 )
 from shieldbench.reports._attack_view import AttackLike, attack_view
+from shieldbench.reports._e2e_view import end_to_end_view
 from shieldbench.reports._examples import worst_case
 from shieldbench.reports._model import (
     AttackSection,
@@ -354,4 +355,5 @@ def build_report(
         groups=groups,
         attack=attack_section,
         recommendations=recommend(sections, groups, attack_section, settings),
+        end_to_end=end_to_end_view(runs, labels),
     )

@@ -33,6 +33,7 @@ from markupsafe import Markup
 
 from shieldbench.metrics import Estimate, Rate
 from shieldbench.reports import _attack_charts, _charts
+from shieldbench.reports._e2e_view import e2e_html
 from shieldbench.reports._format import (
     DASH,
     est_text,
@@ -294,6 +295,7 @@ def _context(report: Report, *, charts: bool) -> dict[str, Any]:
         else None,
         "attack_bypasses": attack_bypasses,
         "attack_categories": sorted({str(b.get("category")) for b in attack_bypasses}),
+        "end_to_end_html": Markup(e2e_html(report.end_to_end)),  # escaped by e2e_html
     }
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from shieldbench.metrics import GroupRates
+from shieldbench.reports._e2e_view import e2e_markdown
 from shieldbench.reports._format import DASH, INTERVAL_NAMES, est_text, ms, num, pct, rate_text
 from shieldbench.reports._markdown_attack import attack_markdown
 from shieldbench.reports._markdown_more import comparison_markdown
@@ -378,6 +379,7 @@ def render_markdown(report: Report) -> str:
     lines += _recommendations(report)
     lines += _configuration(report.runs)
     lines += _summary(report.runs)
+    lines += e2e_markdown(report.end_to_end)
     lines += _breakdowns(report.runs)
     lines += _latency(report.runs)
     lines += _errors(report.runs)

@@ -341,6 +341,7 @@ class Report:
     attack: AttackSection | None
     recommendations: tuple[Recommendation, ...]
     schema_version: int = REPORT_SCHEMA_VERSION
+    end_to_end: Mapping[str, Any] | None = None  # runs with a target (reports._e2e_view)
 
     def run(self, label: str) -> RunSection:
         """The run section labelled ``label`` (``KeyError`` naming the labels if none)."""
@@ -362,4 +363,4 @@ class Report:
             "groups": [g.to_dict() for g in self.groups],
             "attack": None if self.attack is None else self.attack.to_dict(),
             "recommendations": [r.to_dict() for r in self.recommendations],
-        }
+        } | ({} if self.end_to_end is None else {"end_to_end": self.end_to_end})
