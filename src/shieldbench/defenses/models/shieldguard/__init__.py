@@ -15,7 +15,7 @@ split of the shared public sets and data written for the known weak spots
     >>> guard.check(attack).blocked  # doctest: +SKIP
     True
 
-Retrain (seeded, CPU, about an hour on two cores)::
+Retrain (seeded, CPU; 900 steps by default, about 20-35 minutes on two idle cores)::
 
     python -m shieldbench.defenses.models.shieldguard train OUT_DIR
 """
