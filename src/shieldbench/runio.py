@@ -2,7 +2,9 @@
 
 A run file is self-contained: defense, dataset (with content hash), config,
 environment, every sample and every outcome. ``shieldbench report`` and
-``shieldbench compare`` read these files.
+``shieldbench compare`` read these files. A path ending in ``.parquet`` holds the
+same run in columnar form (one row per sample and outcome, written and read in row
+groups; see :mod:`shieldbench._runparquet`): the CLI writes it for large runs.
 
 Example:
     >>> import tempfile, pathlib
@@ -97,14 +99,23 @@ def save_run(run: Run, path: str | Path) -> Path:
 
     Through :func:`shieldbench._textio.write_text_atomic`: temp file, fsync, rename,
     mode 0644, text UTF-8 cannot encode written as ``\\u`` escapes, secrets masked.
+    Parquet when ``path`` ends in ``.parquet`` (see :mod:`shieldbench._runparquet`).
     """
+    if Path(path).suffix == ".parquet":
+        from shieldbench._runparquet import save_run_parquet
+
+        return save_run_parquet(run, path)
     text = json.dumps(run_to_dict(run), ensure_ascii=False, indent=1) + "\n"
     return write_text_atomic(path, text)
 
 
 def load_run(path: str | Path) -> Run:
-    """Read a run file written by :func:`save_run`."""
+    """Read a run file written by :func:`save_run` (JSON, or Parquet by its suffix)."""
     source = Path(path)
+    if source.suffix == ".parquet":
+        from shieldbench._runparquet import load_run_parquet
+
+        return load_run_parquet(source, schema_version=RUN_SCHEMA_VERSION)
     text = read_text_input(source, error=RunError, what="run file")
     try:
         data = json.loads(text)

@@ -16,11 +16,13 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Literal, get_args
+
+from shieldbench._views import RecordView, ZipView
 
 __all__ = [
     "ERROR_POLICIES",
@@ -387,8 +389,8 @@ class Run:
     defense: DefenseInfo
     dataset: DatasetInfo
     config: RunConfig
-    samples: tuple[Sample, ...]
-    outcomes: tuple[Outcome, ...]
+    samples: Sequence[Sample]
+    outcomes: Sequence[Outcome]
     started: datetime
     finished: datetime
     environment: Mapping[str, str] = field(default_factory=lambda: _EMPTY, compare=False)
@@ -397,15 +399,19 @@ class Run:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "end_to_end", _frozen_mapping(self.end_to_end))
-        object.__setattr__(self, "samples", tuple(self.samples))
-        object.__setattr__(self, "outcomes", tuple(self.outcomes))
+        # Record views (a Parquet run file's rows) stay columnar; each row holds one id
+        # for its sample and its outcome, so they are aligned by construction.
+        lazy = isinstance(self.samples, RecordView) and isinstance(self.outcomes, RecordView)
+        if not lazy:
+            object.__setattr__(self, "samples", tuple(self.samples))
+            object.__setattr__(self, "outcomes", tuple(self.outcomes))
         object.__setattr__(self, "environment", _frozen_mapping(self.environment))
         if len(self.samples) != len(self.outcomes):
             raise ValueError(
                 f"Run {self.id!r}: {len(self.outcomes)} outcomes for {len(self.samples)} samples;"
                 " a run needs exactly one outcome per sample"
             )
-        for i, (s, o) in enumerate(zip(self.samples, self.outcomes, strict=True)):
+        for i, (s, o) in enumerate(() if lazy else zip(self.samples, self.outcomes, strict=True)):
             if s.id != o.sample_id:
                 raise ValueError(
                     f"Run {self.id!r}: outcome {i} is for sample {o.sample_id!r}"
@@ -416,6 +422,8 @@ class Run:
     def duration_s(self) -> float:
         return (self.finished - self.started).total_seconds()
 
-    def pairs(self) -> tuple[tuple[Sample, Outcome], ...]:
-        """``(sample, outcome)`` pairs in dataset order."""
+    def pairs(self) -> Sequence[tuple[Sample, Outcome]]:
+        """``(sample, outcome)`` pairs in dataset order (made as read for a columnar run)."""
+        if isinstance(self.samples, RecordView):
+            return ZipView(self.samples, self.outcomes)
         return tuple(zip(self.samples, self.outcomes, strict=True))

@@ -25,6 +25,7 @@ from shieldbench.cli._e2e import E2EOptions, attack_end_to_end, build_plan, clos
 from shieldbench.cli._guards import single, unique_specs
 from shieldbench.cli._outpaths import check_out_dir, check_out_file
 from shieldbench.cli._report import print_report_paths
+from shieldbench.cli._scale import ExecutorOption, RayAddressOption, WorkersOption, make_executor
 from shieldbench.datasets import load_dataset
 from shieldbench.defenses import Defense, build_defense
 from shieldbench.errors import ConfigError
@@ -146,6 +147,9 @@ def attack(
     system_prompt: Annotated[
         str | None, typer.Option(help="End to end: system prompt text or @FILE.")
     ] = None,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
+    workers: WorkersOption = None,
 ) -> None:
     """Attack a defense adaptively: mutate the attacks it blocks until they get through,
     within a query budget; report static vs adaptive ASR, ASR per query, what worked.
@@ -199,6 +203,7 @@ def attack(
         warmup=0,
         batch_size=batch_size,
     )
+    pool = make_executor(executor, spec, address=ray_address, workers=workers)
     data = load_dataset(data_spec)
     built: list[Defense] = []
     try:
@@ -224,8 +229,11 @@ def attack(
             defense_spec=spec,
             transfer=others,
             on_round=report,
+            executor=pool,
         )
     finally:
+        if pool is not None:
+            pool.close()
         _close(built)
     console.print(_summary(result))
     paths = {

@@ -35,7 +35,7 @@ from shieldbench.types import ERROR_POLICIES, Run
 if TYPE_CHECKING:
     from shieldbench.attacks import AttackResult
 
-__all__ = ["output_id", "parse_formats", "print_report_paths"]
+__all__ = ["check_max_fpr", "output_id", "parse_formats", "print_report_paths"]
 
 
 def parse_formats(values: Sequence[str] | None) -> tuple[str, ...]:
@@ -53,6 +53,13 @@ def parse_formats(values: Sequence[str] | None) -> tuple[str, ...]:
             if fmt not in chosen:
                 chosen.append(fmt)
     return tuple(chosen)
+
+
+def check_max_fpr(value: float | None) -> float | None:
+    """``--max-fpr`` validated: a fraction strictly between 0 and 1."""
+    if value is not None and not 0.0 < value < 1.0:
+        raise ConfigError(f"--max-fpr {value!r}: give a fraction between 0 and 1, e.g. 0.02")
+    return value
 
 
 def output_id(keys: Sequence[str]) -> str:
@@ -87,6 +94,11 @@ def _load(paths: Sequence[Path]) -> tuple[list[Run], AttackResult | None]:
     runs: list[Run] = []
     attack: AttackResult | None = None
     for path in paths:
+        if path.suffix == ".parquet":  # a columnar run file (large runs)
+            from shieldbench.runio import load_run
+
+            runs.append(load_run(path))
+            continue
         data = _read(path)
         kind = data.get("kind")
         if kind == "shieldbench.attack":
@@ -137,6 +149,13 @@ def report(
             help="Read every run under this error policy: fail_closed, fail_open, exclude."
         ),
     ] = None,
+    max_fpr: Annotated[
+        float | None,
+        typer.Option(
+            help="Your policy, FPR at most this (e.g. 0.02): a line on the security / utility"
+            " plane and the target of 'block rate at FPR <= target'."
+        ),
+    ] = None,
 ) -> None:
     """Re-render stored runs as JSON / Markdown / HTML reports and print their paths.
 
@@ -165,5 +184,6 @@ def report(
         examples=examples,
         attack=attack,
         policy=policy,  # type: ignore[arg-type]  # checked against ERROR_POLICIES above
+        max_fpr=check_max_fpr(max_fpr),
     )
     print_report_paths(write_reports(built, out, formats=formats))

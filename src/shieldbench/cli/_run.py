@@ -53,6 +53,15 @@ from shieldbench.cli._guards import (
     unique_specs,
 )
 from shieldbench.cli._outpaths import check_out_dir
+from shieldbench.cli._report import check_max_fpr
+from shieldbench.cli._scale import (
+    ExecutorOption,
+    RayAddressOption,
+    ShardOption,
+    WorkersOption,
+    make_executor,
+    run_format,
+)
 from shieldbench.cli._stats import format_rate, print_comparison
 from shieldbench.config import BenchmarkConfig, load_config
 from shieldbench.datasets import (
@@ -67,7 +76,7 @@ from shieldbench.runio import load_run, save_run
 from shieldbench.types import ERROR_POLICIES, Run, RunConfig
 
 if TYPE_CHECKING:
-    from shieldbench.engine import EndToEnd
+    from shieldbench.engine import EndToEnd, RayExecutor
     from shieldbench.metrics import RunSummary
 
 __all__ = ["run"]
@@ -266,10 +275,19 @@ def _run_job(
     out: Path,
     run_id: str,
     plan: EndToEnd | None = None,
+    *,
+    executor: RayExecutor | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> Run:
     from shieldbench.engine import run_defense
+    from shieldbench.engine._shards import mark_shard, shard_dataset
 
-    run_file = out / "runs" / f"{job.slug}.json"
+    total = len(dataset)
+    if shard is not None:
+        dataset = shard_dataset(dataset, *shard)
+    # Parquet for large runs; end-to-end records are kept in JSON run files only.
+    suffix = run_format(len(dataset)) if plan is None else "json"
+    run_file = out / "runs" / f"{job.slug}.{suffix}"
     if run_file.is_file():
         done = load_run(run_file)
         if (
@@ -277,6 +295,7 @@ def _run_job(
             and done.defense.spec == job.defense
             and done.defense.version == defense_version(defense)
             and bool(done.end_to_end) == (plan is not None)
+            and done.environment.get("shard") == (None if shard is None else "{}/{}".format(*shard))
         ):
             console.print(f"[dim]{job.defense} on {job.dataset}: already done, reusing {run_file}")
             return done
@@ -296,7 +315,10 @@ def _run_job(
             keep_checkpoint=True,  # deleted below, once the run file is safely on disk
             progress=hook,
             end_to_end=plan,
+            executor=executor,
         )
+    if shard is not None:
+        run = mark_shard(run, *shard, total)
     save_run(run, run_file)  # written whole and fsynced before the checkpoint goes
     checkpoint.unlink(missing_ok=True)
     reused = int(run.environment.get("resumed_outcomes", "0"))
@@ -388,6 +410,10 @@ def run(
         float | None,
         typer.Option(help="Warn when a category is too small for this margin.", show_default="0.1"),
     ] = None,
+    max_fpr: Annotated[
+        float | None,
+        typer.Option(help="Your policy, FPR at most this (e.g. 0.02), drawn in the reports."),
+    ] = None,
     target: Annotated[
         str | None,
         typer.Option(
@@ -437,10 +463,18 @@ def run(
             " (errors + timeouts) is above this."
         ),
     ] = DEFAULT_MAX_ERROR_RATE,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
+    workers: WorkersOption = None,
+    shard: ShardOption = None,
 ) -> None:
     """Benchmark defenses on datasets: terminal summary, run files and reports."""
+    from shieldbench.engine._shards import parse_shard
     from shieldbench.metrics import compare_runs, summarize
     from shieldbench.reports import build_report, write_reports
+
+    shard_of = None if shard is None else parse_shard(shard)
+    make_executor(executor, "-", address=ray_address, workers=workers)  # options checked early
 
     if error_policy is not None and error_policy not in ERROR_POLICIES:
         raise ConfigError(
@@ -455,6 +489,7 @@ def run(
         "warmup": warmup,
         "batch_size": batch_size,
     }
+    check_max_fpr(max_fpr)
     if resume and out is None and config is None:
         raise ConfigError(
             "--resume needs the folder of the interrupted benchmark: pass --out DIR"
@@ -489,14 +524,28 @@ def run(
         for i, (d, ds) in enumerate((d, ds) for ds in cfg.datasets for d in cfg.defenses)
     ]
     runs: list[Run] = []
+    pools = {
+        spec: make_executor(executor, spec, address=ray_address, workers=workers)
+        for spec in cfg.defenses
+    }
     try:
         for job in jobs:
             run_id = f"{benchmark_id}-{job.index:02d}"
             runs.append(
                 _run_job(
-                    job, built[job.defense], datasets[job.dataset], cfg.run, folder, run_id, plan
+                    job,
+                    built[job.defense],
+                    datasets[job.dataset],
+                    cfg.run,
+                    folder,
+                    run_id,
+                    plan,
+                    executor=pools[job.defense],
+                    shard=shard_of,
                 )
             )
+            if all(later.dataset != job.dataset for later in jobs[job.index + 1 :]):
+                del datasets[job.dataset]  # its last job: free the samples (large data)
     except KeyboardInterrupt:
         err_console.print(
             f"\n[bold yellow]interrupted:[/] {len(runs)} of {len(jobs)} runs finished, the"
@@ -507,6 +556,9 @@ def run(
         raise typer.Exit(EXIT_INTERRUPTED) from None
     finally:
         close_plan(plan)
+        for pool in pools.values():
+            if pool is not None:
+                pool.close()
         for d in built.values():
             close = getattr(d, "close", None)
             if callable(close):
@@ -518,7 +570,9 @@ def run(
             print_comparison(compare_runs(group))
         print_end_to_end(group, accuracy)
     title = f"shieldbench benchmark {benchmark_id}"
-    paths = write_reports(build_report(runs, title=title, margin=cfg.margin), folder)
+    paths = write_reports(
+        build_report(runs, title=title, margin=cfg.margin, max_fpr=max_fpr), folder
+    )
     for fmt, path in sorted(paths.items()):
         console.print(f"{fmt:>4} report: {path}", highlight=False)
     if "html" in paths:

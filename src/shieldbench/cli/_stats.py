@@ -29,7 +29,7 @@ from shieldbench.cli._pairs import (
     pairs_table,
     short_verdict,
 )
-from shieldbench.cli._report import output_id, print_report_paths
+from shieldbench.cli._report import check_max_fpr, output_id, print_report_paths
 from shieldbench.errors import ConfigError, StatisticsError
 from shieldbench.runio import load_run
 
@@ -213,7 +213,7 @@ def _run_files(paths: list[Path]) -> list[Path]:
             files.append(path)
             continue
         folder = path / "runs" if (path / "runs").is_dir() else path
-        found = sorted(folder.glob("*.json"))
+        found = sorted([*folder.glob("*.json"), *folder.glob("*.parquet")])
         if not found:
             raise ConfigError(f"{path}: a folder without run files (*.json or runs/*.json)")
         files.extend(found)
@@ -261,6 +261,10 @@ def compare(
             " source (one correction across all groups and pairs; in --json as by_group)."
         ),
     ] = None,
+    max_fpr: Annotated[
+        float | None,
+        typer.Option(help="Your policy, FPR at most this (e.g. 0.02), drawn in the reports."),
+    ] = None,
 ) -> None:
     """Leaderboard and paired significance tests of runs on the same dataset; writes the
     JSON, Markdown and HTML reports and prints their paths."""
@@ -271,6 +275,7 @@ def compare(
 
     if by is not None:
         check_dimension(by)
+    check_max_fpr(max_fpr)
     if json_out is not None:
         check_out_file(json_out, option="--json")  # before loading and testing
     if out is not None:
@@ -318,6 +323,7 @@ def compare(
         title=f"shieldbench comparison on {cmp.dataset_spec}",
         comparison=cmp,
         policy=policy,  # type: ignore[arg-type]
+        max_fpr=max_fpr,
     )
     print_report_paths(write_reports(report, folder))
     if cmp.non_inferiority and not all(row.non_inferior for row in cmp.non_inferiority):

@@ -86,7 +86,7 @@ def read_utf8(path: str | Path) -> str:
 
 def jsonl_records(text: str, path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for each non-blank line; errors for bad JSON or non-objects."""
-    for lineno, raw in enumerate(text.split("\n"), start=1):
+    for lineno, raw in enumerate(_split_lines(text), start=1):
         line = raw.rstrip("\r")
         if not line.strip():
             continue
@@ -106,6 +106,15 @@ def jsonl_records(text: str, path: str | Path) -> Iterator[tuple[int, dict[str, 
                 line=lineno,
             )
         yield lineno, record
+
+
+def _split_lines(text: str) -> Iterator[str]:
+    """``text.split("\\n")`` one line at a time (no list of every line of a large file)."""
+    start = 0
+    while (end := text.find("\n", start)) >= 0:
+        yield text[start:end]
+        start = end + 1
+    yield text[start:]
 
 
 def _json_type(value: Any) -> str:

@@ -25,6 +25,9 @@ from shieldbench.types import DefenseInfo, Outcome, Run, RunConfig, Sample
 if TYPE_CHECKING:
     from shieldbench.engine._e2e import EndToEnd
 
+if TYPE_CHECKING:
+    from shieldbench.engine._executor import Executor
+
 __all__ = ["environment", "new_run_id", "run_defense"]
 
 _is_none = functools.partial(operator.is_, None)
@@ -103,6 +106,7 @@ def run_defense(
     keep_checkpoint: bool = False,
     progress: ProgressHook | None = None,
     end_to_end: EndToEnd | None = None,
+    executor: Executor | None = None,
 ) -> Run:
     """Run ``defense`` over every sample of ``dataset`` and return the :class:`Run`.
 
@@ -138,6 +142,11 @@ def run_defense(
     the judges (see :mod:`shieldbench.engine._e2e`); each outcome carries its
     ``end_to_end`` record and the run the plan's description and the behavioural
     profile of the benign answers.
+
+    **Executor.** ``executor`` (a :class:`~shieldbench.engine.RayExecutor`) runs
+    the checks elsewhere; outcomes stream back into the same checkpoint, so resume,
+    error policy and statistics do not depend on it. ``environment["executor"]``
+    names it.
 
     **Error policy.** ``config.error_policy`` is only recorded here; the metrics
     apply it when they count errors and timeouts.
@@ -205,6 +214,7 @@ def run_defense(
             results=results,
             sink=writer,
             progress=progress,
+            executor=executor,
         )
     finally:
         if writer is not None:
@@ -229,6 +239,8 @@ def run_defense(
         extra["profile"] = profile.to_dict()
     env = environment(defense)
     env["capability"] = kind
+    if executor is not None:
+        env["executor"] = type(executor).__name__
     if restored:
         env["resumed_outcomes"] = str(restored)
     run = Run(

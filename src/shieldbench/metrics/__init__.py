@@ -72,6 +72,7 @@ from shieldbench.metrics._e2e import (
     has_end_to_end,
     rogan_gladen,
 )
+from shieldbench.metrics._grouped import GroupedComparisons, compare_pairs_by_group
 from shieldbench.metrics._intervals import (
     BOOTSTRAP_METHODS,
     INTERVAL_METHODS,
@@ -157,6 +158,7 @@ __all__ = [
     "FunnelRow",
     "GroupComparison",
     "GroupRates",
+    "GroupedComparisons",
     "IntervalMethod",
     "JudgeAgreement",
     "LatencyStats",
@@ -189,6 +191,7 @@ __all__ = [
     "compare_auc",
     "compare_end_to_end",
     "compare_groups",
+    "compare_pairs_by_group",
     "compare_runs",
     "confusion",
     "confusion_from_arrays",
