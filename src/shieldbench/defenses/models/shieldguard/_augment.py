@@ -11,18 +11,15 @@ that the wrapper itself is never what the model learns.
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING
 
 from shieldbench.attacks import get_mutator
+from shieldbench.defenses.models.shieldguard._example import Example
 from shieldbench.defenses.models.shieldguard._written import (
     documents,
     gibberish_suffix,
     indirect,
     notinject,
 )
-
-if TYPE_CHECKING:
-    from shieldbench.defenses.models.shieldguard._data import Example
 
 __all__ = ["ATTACK_MUTATORS", "BENIGN_MUTATORS", "COUNTS", "augmented"]
 
@@ -64,8 +61,6 @@ COUNTS = {
 
 def augmented(train: list[Example], *, seed: int) -> tuple[list[Example], list[Example]]:
     """``(train, dev)`` written and mutated examples (dev: benign only)."""
-    from shieldbench.defenses.models.shieldguard._data import Example
-
     rng = random.Random(seed + 1)
     out: list[Example] = []
     dev: list[Example] = []

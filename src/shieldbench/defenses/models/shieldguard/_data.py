@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import hashlib
 import random
-from dataclasses import dataclass
 from pathlib import Path
 
 from shieldbench.datasets import load_dataset, load_jsonl, near_duplicates
 from shieldbench.defenses.models.shieldguard._augment import augmented
+from shieldbench.defenses.models.shieldguard._example import Example
 from shieldbench.errors import ConfigError
 
 __all__ = [
@@ -80,15 +80,6 @@ FOLD_EXCLUDES = {
 # caps per (source, label) so that no single corpus dominates the mix
 CAP = 2500
 CAPS = {"injecagent": 300, "alpaca_harmless_5k": 1500, "gpteacher_roleplay": 1200}
-
-
-@dataclass(frozen=True)
-class Example:
-    """One training or calibration text: ``label`` 1 = attack."""
-
-    text: str
-    label: int
-    source: str
 
 
 def shared_dir() -> Path:
