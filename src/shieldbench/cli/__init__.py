@@ -16,6 +16,7 @@ import shieldbench.cli._datasets  # datasets list/show/validate/overlap/sample
 import shieldbench.cli._defenses  # defenses list, check
 import shieldbench.cli._report  # report (re-render stored runs)
 import shieldbench.cli._run  # run (benchmark defenses on datasets)
+import shieldbench.cli._serve  # serve (guard service), audit verify/export/prune
 import shieldbench.cli._stats  # plan, compare
 import shieldbench.cli._train  # train
 from shieldbench.cli._app import app, err_console

@@ -1,0 +1,47 @@
+"""FastAPI dependencies: the service of this app, API-key auth, readiness."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Header, Request
+
+from shieldbench.service._edges import ServiceError, key_matches
+from shieldbench.service._state import Service
+
+__all__ = ["ReadyService", "authorized", "get_service", "ready"]
+
+
+def get_service(request: Request) -> Service:
+    """The app's service (503 until the lifespan has built it)."""
+    service: Service | None = getattr(request.app.state, "service", None)
+    if service is None:
+        raise ServiceError(503, "not_ready", "the service is starting")
+    return service
+
+
+def authorized(
+    request: Request,
+    service: Annotated[Service, Depends(get_service)],
+    authorization: Annotated[str | None, Header()] = None,
+    x_api_key: Annotated[str | None, Header()] = None,
+) -> Service:
+    """API keys: ``Authorization: Bearer KEY`` (or ``x-api-key``, LiteLLM's header)."""
+    if not service.api_keys:
+        return service
+    presented = x_api_key
+    if authorization is not None and authorization[:7].lower() == "bearer ":
+        presented = authorization[7:].strip()
+    if not key_matches(presented, service.api_keys):
+        raise ServiceError(401, "unauthorized", "missing or invalid API key")
+    return service
+
+
+def ready(service: Annotated[Service, Depends(authorized)]) -> Service:
+    """Authorized and warmed up."""
+    if not service.guard.ready:
+        raise ServiceError(503, "not_ready", "the defense is still loading")
+    return service
+
+
+ReadyService = Annotated[Service, Depends(ready)]

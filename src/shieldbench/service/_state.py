@@ -1,0 +1,154 @@
+"""The running service's parts, built once in the lifespan and reached through dependencies."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from shieldbench.defenses import Defense, build_defense
+from shieldbench.service._alerts import AlertLoop
+from shieldbench.service._audit import AuditStore, AuditWriter
+from shieldbench.service._config import ServeConfig
+from shieldbench.service._guard import Guard
+from shieldbench.service._prom import GuardMetrics
+from shieldbench.service._screen import Screen
+from shieldbench.service._stats import RollingWindow, quality
+
+__all__ = ["Defenses", "Service", "build_defenses", "default_db_url"]
+
+_log = logging.getLogger("shieldbench.service")
+
+
+@dataclass(frozen=True, slots=True)
+class Defenses:
+    """The built defenses: inline, warn-only (dual mode), output screening."""
+
+    inline: Defense
+    warn: Defense | None = None
+    output: Defense | None = None
+
+
+def build_defenses(config: ServeConfig) -> Defenses:
+    """Build every defense the configuration names (spec errors raise :class:`SpecError`)."""
+    return Defenses(
+        inline=build_defense(config.defense),
+        warn=None if config.warn is None else build_defense(config.warn),
+        output=None if config.output_defense is None else build_defense(config.output_defense),
+    )
+
+
+def default_db_url() -> str:
+    """``sqlite:///.shieldbench/history.db`` under the working directory (created)."""
+    from pathlib import Path
+
+    folder = Path(".shieldbench")
+    folder.mkdir(exist_ok=True)
+    return f"sqlite:///{folder / 'history.db'}"
+
+
+@dataclass
+class Service:
+    """Everything a request handler needs (one per app; no module globals)."""
+
+    config: ServeConfig
+    guard: Guard
+    output: Screen | None
+    store: AuditStore
+    writer: AuditWriter
+    metrics: GuardMetrics
+    window: RollingWindow
+    api_keys: tuple[bytes, ...]
+    executor: ThreadPoolExecutor
+    upstream: httpx.AsyncClient | None = None
+    alerts: AlertLoop | None = None
+    started: float = field(default_factory=time.time)
+
+    @classmethod
+    def build(
+        cls, config: ServeConfig, defenses: Defenses, *, api_keys: tuple[bytes, ...]
+    ) -> Service:
+        """Wire the parts together (the store is opened, its tables created if missing)."""
+        store = AuditStore(config.db or default_db_url())
+        writer = AuditWriter(store)
+        executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="shieldbench-defense")
+        metrics, window = GuardMetrics(), RollingWindow()
+
+        def screen(defense: Defense) -> Screen:
+            return Screen(
+                defense,
+                timeout_s=config.timeout_s,
+                window_s=config.dedup_window_s,
+                executor=executor,
+            )
+
+        warn = None if defenses.warn is None else screen(defenses.warn)
+        guard = Guard(
+            config,
+            screen(defenses.inline),
+            warn=warn,
+            audit=writer,
+            metrics=metrics,
+            window=window,
+        )
+        upstream = None
+        if config.upstream:
+            upstream = httpx.AsyncClient(
+                base_url=config.upstream.rstrip("/"),
+                timeout=httpx.Timeout(config.upstream_timeout_s, connect=5.0),
+                limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
+            )
+        output = None if defenses.output is None else screen(defenses.output)
+        service = cls(
+            config=config,
+            guard=guard,
+            output=output,
+            store=store,
+            writer=writer,
+            metrics=metrics,
+            window=window,
+            api_keys=api_keys,
+            executor=executor,
+            upstream=upstream,
+        )
+        if config.alerts.enabled:
+            service.alerts = AlertLoop(service.stats, config.alerts, writer, metrics)
+        return service
+
+    async def warm_up(self) -> None:
+        """One check through each defense (models load lazily), then ready."""
+        for screen in (self.guard.inline, self.guard.warn_screen, self.output):
+            if screen is not None:
+                await screen.screen("shieldbench warm-up: hello")
+        self.guard.ready = True
+        if self.alerts is not None:
+            self.alerts.start()
+
+    def stats(self, window_s: float) -> dict[str, Any]:
+        """The rolling metrics document of ``GET /v1/stats``."""
+        since = time.time() - window_s
+        labelled = self.store.labelled(since=since)
+        return {
+            "window_s": window_s,
+            "defense": {"name": self.guard.inline.name, "version": self.guard.inline.version},
+            "mode": self.config.mode,
+            "traffic": self.window.traffic(window_s),
+            "quality": quality(labelled.values()),
+        }
+
+    async def close(self) -> None:
+        """Graceful shutdown: warn checks finish, the audit log is flushed, pools closed."""
+        if self.alerts is not None:
+            await self.alerts.stop()
+        await self.guard.drain()
+        await asyncio.to_thread(self.writer.close)
+        if self.upstream is not None:
+            await self.upstream.aclose()
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        self.store.close()
+        _log.info("shutdown complete: %d audit record(s) written", self.writer.written)
