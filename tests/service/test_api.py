@@ -94,7 +94,7 @@ def test_batch_and_scores_only_twin(server: Server) -> None:
     assert rc.returncode == 2  # no feedback yet: refused, nothing written
     from shieldbench.service import AuditStore
 
-    store = AuditStore(server.db, create=False)
+    store = AuditStore(server.db)
     try:
         assert store.decision(scored["id"]) is None  # the twin writes nothing
         assert store.decision(batch["results"][0]["id"]) is not None

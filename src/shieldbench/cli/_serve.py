@@ -10,7 +10,6 @@ working directory.
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -23,12 +22,6 @@ __all__ = ["audit_app"]
 
 audit_app = typer.Typer(help="Verify, export and prune the guard service's audit log.")
 app.add_typer(audit_app, name="audit")
-
-
-def _db_url(db: str | None) -> str:
-    from shieldbench.service._state import default_db_url
-
-    return db or os.environ.get("SHIELDBENCH_DB") or default_db_url()
 
 
 @app.command()
@@ -63,8 +56,15 @@ def serve(
     """Serve a defense: check API, LiteLLM guardrail API and an OpenAI screening proxy."""
     import uvicorn
 
-    from shieldbench.service import ServeConfig, build_defenses, create_app, load_config
+    from shieldbench.service import (
+        AuditStore,
+        ServeConfig,
+        build_defenses,
+        create_app,
+        load_config,
+    )
     from shieldbench.service import load_api_keys as keys_of
+    from shieldbench.store import display_url, resolve_url
 
     base = load_config(config) if config is not None else ServeConfig()
     cfg = base.with_overrides(
@@ -74,7 +74,7 @@ def serve(
         upstream=upstream,
         mode=mode,
         timeout_s=timeout,
-        db=_db_url(db or base.db),
+        db=db,
         fail_open=True if fail_open else None,
         store_text=True if store_text else None,
     )
@@ -86,8 +86,10 @@ def serve(
         )
     api_keys = keys_of(cfg)
     defenses = build_defenses(cfg)
+    AuditStore(cfg.db).close()  # fail fast (exit 2) on a store that cannot be opened
+    where = display_url(resolve_url(cfg.db)[0])
     err_console.print(
-        f"serving {cfg.defense!r} (mode {cfg.mode}, store {cfg.db}, "
+        f"serving {cfg.defense!r} (mode {cfg.mode}, store {where}, "
         f"{'API keys required' if api_keys else 'no API keys'})",
         highlight=False,
     )
@@ -111,7 +113,7 @@ def audit_verify(
     """Recompute the hash chain; exit 1 naming the first broken record."""
     from shieldbench.service import AuditStore, verify_chain
 
-    store = AuditStore(_db_url(db), create=False)
+    store = AuditStore(db)
     try:
         report = verify_chain(store)
     finally:
@@ -140,7 +142,7 @@ def audit_export(
 
     if not labelled:
         raise ConfigError("audit export: only --labelled export exists; pass --labelled")
-    store = AuditStore(_db_url(db), create=False)
+    store = AuditStore(db)
     try:
         summary = export_labelled(store, out)
     finally:
@@ -161,7 +163,7 @@ def audit_prune(
 
     if not older_than_days > 0:
         raise ConfigError(f"--older-than-days must be > 0, got {older_than_days}")
-    store = AuditStore(_db_url(db), create=False)
+    store = AuditStore(db)
     try:
         deleted = store.prune(older_than_days * 86400)
     finally:

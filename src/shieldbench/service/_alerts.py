@@ -1,11 +1,13 @@
-"""Alert thresholds on the rolling window: checked periodically, posted, stored, cooled down.
+"""Alert thresholds on the rolling window: checked periodically, delivered, stored, cooled down.
 
 Every ``every_s`` seconds the loop computes the stats over ``window_s`` and tests the
-limits (see :func:`shieldbench.service._stats.breaches`). A breached check fires at
-most once per ``cooldown_s``: it is appended to the audit log (``kind="alert"``),
-counted in ``shieldbench_guard_alerts_total``, logged at WARNING and, when a webhook is
-configured, posted as JSON with a Slack-compatible ``text`` field (two retries on 5xx
-or a network error, 5 s timeout each; a failed post is logged, never fatal).
+limits (see :func:`shieldbench.service._stats.breaches`). A breached check is an
+:class:`~shieldbench.alerts.Alert` (``source="service"``, key
+``guard:<defense>:<check>``) that fires at most once per ``cooldown_s`` (the
+cool-down also reads the store, so a restart does not re-fire): it is delivered to
+the log and, when configured, the webhook sink (JSON with a Slack-compatible
+``text``; retries on 5xx with backoff), stored in the history's ``alerts`` table
+with its deliveries, and counted in ``shieldbench_guard_alerts_total``.
 """
 
 from __future__ import annotations
@@ -13,14 +15,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-import uuid
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
-import httpx
-
-from shieldbench.service._audit import AuditWriter
+from shieldbench.alerts import Alert, Cooldown, LogSink, Sink, WebhookSink, deliver
+from shieldbench.service._audit import AuditStore
 from shieldbench.service._config import AlertThresholds
 from shieldbench.service._prom import GuardMetrics
 from shieldbench.service._stats import breaches
@@ -37,16 +37,20 @@ class AlertLoop:
         self,
         stats: Callable[[float], dict[str, Any]],
         thresholds: AlertThresholds,
-        writer: AuditWriter,
+        store: AuditStore,
         metrics: GuardMetrics,
     ) -> None:
         self._stats = stats
         self.thresholds = thresholds
-        self._writer = writer
+        self._store = store
         self._metrics = metrics
-        self._last_fired: dict[str, float] = {}
+        self._cooldown = Cooldown(
+            timedelta(seconds=thresholds.cooldown_s), last_fired=store.last_alert_at
+        )
+        self._sinks: list[Sink] = [LogSink(_log)]
+        if thresholds.webhook:
+            self._sinks.append(WebhookSink(thresholds.webhook))
         self._task: asyncio.Task[None] | None = None
-        self.fired: list[dict[str, Any]] = []
 
     def start(self) -> None:
         """Start the periodic task on the running loop."""
@@ -63,63 +67,35 @@ class AlertLoop:
         while True:
             await asyncio.sleep(self.thresholds.every_s)
             try:
-                await self.check_once()
+                await asyncio.to_thread(self.check_once)
             except Exception as exc:  # the loop must survive a bad cycle
                 _log.error("alert check failed: %s", exc)
 
-    async def check_once(self, *, now: float | None = None) -> list[dict[str, Any]]:
+    def check_once(self) -> list[Alert]:
         """Test the thresholds now; fire (and return) the breaches out of cool-down."""
-        t = time.time() if now is None else now
-        t_ = self.thresholds
-        stats = await asyncio.to_thread(self._stats, t_.window_s)
+        t = self.thresholds
+        stats = self._stats(t.window_s)
         limits = {
-            "min_recall": t_.min_recall,
-            "max_fpr": t_.max_fpr,
-            "max_p95_ms": t_.max_p95_ms,
-            "max_error_rate": t_.max_error_rate,
+            "min_recall": t.min_recall,
+            "max_fpr": t.max_fpr,
+            "max_p95_ms": t.max_p95_ms,
+            "max_error_rate": t.max_error_rate,
         }
         fired = []
         for breach in breaches(stats, limits):
-            last = self._last_fired.get(breach["check"])
-            if last is not None and t - last < t_.cooldown_s:
+            key = f"guard:{stats['defense']['name']}:{breach['check']}"
+            if not self._cooldown.allow(key):
                 continue
-            self._last_fired[breach["check"]] = t
-            fired.append(await self._fire(breach, stats, t))
+            alert = Alert(
+                key,
+                f"guard {breach['check']} breached",
+                f"{breach['check']} = {breach['value']:.4g} (limit {breach['limit']:g})"
+                f" over the last {stats['window_s']:g} s for {stats['defense']['name']}",
+                source="service",
+                details={**breach, "window_s": stats["window_s"], "defense": stats["defense"]},
+            )
+            delivered = deliver(alert, self._sinks)
+            self._store.add_alert_delivered(alert, delivered)
+            self._metrics.alerts.labels(breach["check"]).inc()
+            fired.append(alert)
         return fired
-
-    async def _fire(
-        self, breach: dict[str, Any], stats: dict[str, Any], t: float
-    ) -> dict[str, Any]:
-        text = (
-            f"shieldbench guard alert: {breach['check']} = {breach['value']:.4g}"
-            f" (limit {breach['limit']:g}) over the last {stats['window_s']:g} s"
-            f" for {stats['defense']['name']}"
-        )
-        alert = {
-            "kind": "alert",
-            "id": uuid.uuid4().hex,
-            "created": t,
-            "source": "guard",
-            "text": text,
-            **breach,
-        }
-        _log.warning("%s", text)
-        self._metrics.alerts.labels(breach["check"]).inc()
-        self._writer.submit_nowait(dict(alert))
-        self.fired.append(alert)
-        if self.thresholds.webhook:
-            await _post(self.thresholds.webhook, alert)
-        return alert
-
-
-async def _post(url: str, alert: dict[str, Any]) -> None:
-    async with httpx.AsyncClient(timeout=5.0) as client:
-        for attempt in range(3):
-            try:
-                response = await client.post(url, json=alert)
-                if response.status_code < 500:
-                    return
-            except httpx.HTTPError as exc:
-                _log.error("webhook %s: %s", url, exc)
-            await asyncio.sleep(0.5 * 2**attempt)
-    _log.error("webhook %s: giving up after 3 attempts", url)

@@ -11,10 +11,12 @@ body holds the first kept sequence number and the hash it chains from, so a veri
 after retention still proves nothing else was removed.
 
 Example:
-    >>> store = AuditStore("sqlite://")
+    >>> import tempfile
+    >>> store = AuditStore(tempfile.mkdtemp() + "/history.db")
     >>> store.append([{"kind": "decision", "id": "d1", "created": 1.0, "decision": "allow"}])
     >>> verify_chain(store).ok
     True
+    >>> store.close()
 """
 
 from __future__ import annotations
@@ -28,13 +30,14 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
 
-from shieldbench.errors import ConfigError
-from shieldbench.service._tables import audit_table, feedback_table, metadata
+from shieldbench.alerts import Alert, Delivery
+from shieldbench.service._tables import audit_table, feedback_table
+from shieldbench.store import open_store
 
 __all__ = ["AuditStore", "AuditWriter", "ChainReport", "verify_chain"]
 
@@ -52,42 +55,23 @@ def chain_hash(prev_hash: str, body: str) -> str:
     return hashlib.sha256((prev_hash + body).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _engine(url: str) -> Engine:
-    """An engine; SQLite files get WAL and ``synchronous=NORMAL`` (durable across a crash
-    of the process, which is what the audit guarantee needs, at a fraction of the cost
-    of a full fsync per commit)."""
-    engine = sa.create_engine(url)
-    if engine.dialect.name == "sqlite":
-
-        @sa.event.listens_for(engine, "connect")
-        def _pragmas(dbapi_connection: Any, _record: Any) -> None:
-            cursor = dbapi_connection.cursor()
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA synchronous=NORMAL")
-            cursor.execute("PRAGMA busy_timeout=10000")
-            cursor.close()
-
-    return engine
+def _utc(posix: float) -> datetime:
+    return datetime.fromtimestamp(posix, UTC)
 
 
 class AuditStore:
-    """The audit and feedback tables of one database (created if missing)."""
+    """The audit and feedback tables of one history store (opened and migrated here)."""
 
-    def __init__(self, url: str, *, engine: Engine | None = None, create: bool = True) -> None:
-        self.url = url
-        try:
-            self.engine = engine if engine is not None else _engine(url)
-            if create:
-                metadata.create_all(self.engine)
-        except sa.exc.SQLAlchemyError as exc:
-            raise ConfigError(f"cannot open the store {url!r}: {exc.__class__.__name__}") from None
+    def __init__(self, db: str | None = None) -> None:
+        self._store = open_store(db)
+        self.url = self._store.url
         self._head: tuple[int, str] | None = None
         self._lock = threading.RLock()  # one appender at a time: the chain is a sequence
 
     def head(self) -> tuple[int, str]:
         """The last sequence number and hash (``0`` and the genesis hash when empty)."""
         if self._head is None:
-            with self.engine.connect() as conn:
+            with self._store.session() as conn:
                 row = conn.execute(
                     sa.select(audit_table.c.seq, audit_table.c.hash)
                     .order_by(audit_table.c.seq.desc())
@@ -114,7 +98,7 @@ class AuditStore:
                     "id": str(body["id"]),
                     "kind": str(body["kind"]),
                     "ref": body.get("ref"),
-                    "created": float(body["created"]),
+                    "created": _utc(float(body["created"])),
                     "decision": body.get("decision"),
                     "body": text,
                     "prev_hash": prev,
@@ -125,7 +109,7 @@ class AuditStore:
         if not rows:
             return
         try:
-            with self.engine.begin() as conn:
+            with self._store.session(write=True) as conn:
                 conn.execute(audit_table.insert(), rows)
         except BaseException:
             self._head = None  # re-read the head: the transaction may or may not be there
@@ -136,15 +120,15 @@ class AuditStore:
         """Audit rows in chain order (optionally newer than ``since`` / of one kind)."""
         query = sa.select(audit_table).order_by(audit_table.c.seq)
         if since is not None:
-            query = query.where(audit_table.c.created >= since)
+            query = query.where(audit_table.c.created >= _utc(since))
         if kind is not None:
             query = query.where(audit_table.c.kind == kind)
-        with self.engine.connect() as conn:
-            yield from conn.execution_options(yield_per=2000).execute(query)
+        with self._store.session() as conn:
+            yield from conn.execute(query.execution_options(yield_per=2000))
 
     def decision(self, decision_id: str) -> dict[str, Any] | None:
         """The body of one record by id, or ``None``."""
-        with self.engine.connect() as conn:
+        with self._store.session() as conn:
             row = conn.execute(
                 sa.select(audit_table.c.body).where(audit_table.c.id == decision_id)
             ).first()
@@ -154,7 +138,7 @@ class AuditStore:
         self, decision_id: str, label: str, *, reviewer: str | None, note: str | None
     ) -> None:
         """Attach a ground-truth label to a decision (the latest label wins)."""
-        with self.engine.begin() as conn:
+        with self._store.session(write=True) as conn:
             conn.execute(
                 feedback_table.insert(),
                 {
@@ -162,7 +146,7 @@ class AuditStore:
                     "label": label,
                     "reviewer": reviewer,
                     "note": note,
-                    "created": time.time(),
+                    "created": _utc(time.time()),
                 },
             )
 
@@ -174,8 +158,8 @@ class AuditStore:
             .order_by(feedback_table.c.seq)
         )
         if since is not None:
-            query = query.where(audit_table.c.created >= since)
-        with self.engine.connect() as conn:
+            query = query.where(audit_table.c.created >= _utc(since))
+        with self._store.session() as conn:
             return {str(r[0]): (str(r[1]), str(r[2])) for r in conn.execute(query)}
 
     def prune(self, older_than_s: float, *, now: float | None = None) -> int:
@@ -184,8 +168,9 @@ class AuditStore:
         with self._lock:
             return self._prune(cutoff)
 
-    def _prune(self, cutoff: float) -> int:
-        with self.engine.begin() as conn:
+    def _prune(self, cutoff_posix: float) -> int:
+        cutoff = _utc(cutoff_posix)
+        with self._store.session(write=True) as conn:
             first_kept = conn.execute(
                 sa.select(audit_table.c.seq, audit_table.c.prev_hash)
                 .where(audit_table.c.created >= cutoff)
@@ -195,7 +180,7 @@ class AuditStore:
             bound = audit_table.c.created < cutoff
             if first_kept is not None:
                 bound = audit_table.c.seq < first_kept[0]
-            deleted = conn.execute(audit_table.delete().where(bound)).rowcount
+            deleted = conn.execute(audit_table.delete().where(bound)).rowcount  # type: ignore[attr-defined]
         if deleted:
             if first_kept is None:  # everything went: the retention record is the anchor
                 seq, prev = self.head()[0] + 1, self.head()[1]
@@ -211,16 +196,24 @@ class AuditStore:
                         ],
                         "created": time.time(),
                         "deleted": int(deleted),
-                        "cutoff": cutoff,
+                        "cutoff": cutoff_posix,
                         **anchor,
                     }
                 ]
             )
         return int(deleted)
 
+    def add_alert_delivered(self, alert: Alert, delivered: Mapping[str, Delivery]) -> int:
+        """Store a fired alert and its deliveries in the history's ``alerts`` table."""
+        return self._store.add_alert(alert, delivered)
+
+    def last_alert_at(self, key: str) -> datetime | None:
+        """When the service's alert ``key`` last fired (for the cool-down)."""
+        return self._store.last_alert_at(key, source="service")
+
     def close(self) -> None:
         """Release the connection pool."""
-        self.engine.dispose()
+        self._store.close()
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,7 +114,7 @@ class BodyLimit:
         await send({"type": "http.response.body", "body": body})
 
 
-class _Oversize(BaseException):  # noqa: N818
+class _Oversize(BaseException):
     """Raised from ``receive``; a BaseException so body parsers cannot swallow it as a 400."""
 
 
@@ -145,7 +145,8 @@ def install_error_handlers(app: Any) -> None:
     async def http_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, HTTPException)
         kind = "invalid_body" if exc.status_code == 400 else f"http_{exc.status_code}"
-        return error_response(exc.status_code, kind, str(exc.detail), headers=exc.headers)
+        headers = dict(exc.headers) if exc.headers else None
+        return error_response(exc.status_code, kind, str(exc.detail), headers=headers)
 
     async def service_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, ServiceError)

@@ -20,7 +20,7 @@ from shieldbench.service._prom import GuardMetrics
 from shieldbench.service._screen import Screen
 from shieldbench.service._stats import RollingWindow, quality
 
-__all__ = ["Defenses", "Service", "build_defenses", "default_db_url"]
+__all__ = ["Defenses", "Service", "build_defenses"]
 
 _log = logging.getLogger("shieldbench.service")
 
@@ -41,15 +41,6 @@ def build_defenses(config: ServeConfig) -> Defenses:
         warn=None if config.warn is None else build_defense(config.warn),
         output=None if config.output_defense is None else build_defense(config.output_defense),
     )
-
-
-def default_db_url() -> str:
-    """``sqlite:///.shieldbench/history.db`` under the working directory (created)."""
-    from pathlib import Path
-
-    folder = Path(".shieldbench")
-    folder.mkdir(exist_ok=True)
-    return f"sqlite:///{folder / 'history.db'}"
 
 
 @dataclass
@@ -74,7 +65,7 @@ class Service:
         cls, config: ServeConfig, defenses: Defenses, *, api_keys: tuple[bytes, ...]
     ) -> Service:
         """Wire the parts together (the store is opened, its tables created if missing)."""
-        store = AuditStore(config.db or default_db_url())
+        store = AuditStore(config.db)
         writer = AuditWriter(store)
         executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="shieldbench-defense")
         metrics, window = GuardMetrics(), RollingWindow()
@@ -117,7 +108,7 @@ class Service:
             upstream=upstream,
         )
         if config.alerts.enabled:
-            service.alerts = AlertLoop(service.stats, config.alerts, writer, metrics)
+            service.alerts = AlertLoop(service.stats, config.alerts, store, metrics)
         return service
 
     async def warm_up(self) -> None:
