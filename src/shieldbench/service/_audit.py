@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -124,7 +125,11 @@ class AuditStore:
         if kind is not None:
             query = query.where(audit_table.c.kind == kind)
         with self._store.session() as conn:
-            yield from conn.execute(query.execution_options(yield_per=2000))
+            result = conn.execute(query.execution_options(yield_per=2000))
+            try:
+                yield from result
+            finally:
+                result.close()
 
     def decision(self, decision_id: str) -> dict[str, Any] | None:
         """The body of one record by id, or ``None``."""
@@ -229,42 +234,52 @@ class ChainReport:
 
 def verify_chain(store: AuditStore) -> ChainReport:
     """Recompute every hash in order; the first mismatch (or gap) is named."""
+    with contextlib.closing(store.rows()) as rows:
+        return _verify(rows)
+
+
+def _check_row(row: Any, prev: str | None, expected_seq: int | None) -> str | None:
+    """What is wrong with one row given the previous one, or ``None``."""
+    seq, body = int(row.seq), str(row.body)
+    if expected_seq is not None and seq != expected_seq:
+        return f"sequence gap: expected {expected_seq}, found {seq}"
+    if prev is not None and row.prev_hash != prev:
+        return "prev_hash does not match the previous record's hash"
+    if chain_hash(str(row.prev_hash), body) != row.hash:
+        return "hash does not match the record's contents"
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return "body is not JSON"
+    if data.get("seq") != seq or data.get("id") != row.id:
+        return "body's seq/id differ from the row's"
+    return None
+
+
+def _verify(rows: Iterator[Any]) -> ChainReport:
     prev: str | None = None
     expected_seq: int | None = None
     count = 0
     anchors: dict[int, str] = {}
     first: tuple[int, str, str] | None = None
-    for row in store.rows():
+    problem: ChainReport | None = None
+    for row in rows:
         count += 1
-        seq, body = int(row.seq), str(row.body)
-
-        def broken(
-            problem: str, seq: int = seq, rid: str = str(row.id), n: int = count
-        ) -> ChainReport:
-            return ChainReport(False, n, seq, rid, problem)
-
         if first is None:
-            first = (seq, str(row.id), str(row.prev_hash))
-        elif seq != expected_seq:
-            return broken(f"sequence gap: expected {expected_seq}, found {seq}")
-        if prev is not None and row.prev_hash != prev:
-            return broken("prev_hash does not match the previous record's hash")
-        if chain_hash(str(row.prev_hash), body) != row.hash:
-            return broken("hash does not match the record's contents")
-        try:
-            data = json.loads(body)
-        except ValueError:
-            return broken("body is not JSON")
-        if data.get("seq") != seq or data.get("id") != row.id:
-            return broken("body's seq/id differ from the row's")
+            first = (int(row.seq), str(row.id), str(row.prev_hash))
+        issue = _check_row(row, prev, expected_seq)
+        if issue is not None:
+            problem = ChainReport(False, count, int(row.seq), str(row.id), issue)
+            break
+        data = json.loads(row.body)
         if data.get("kind") == "retention":
             anchors[int(data["first_kept_seq"])] = str(data["anchor_hash"])
-        prev, expected_seq = str(row.hash), seq + 1
-    if first is not None and first[0] != 1:
+        prev, expected_seq = str(row.hash), int(row.seq) + 1
+    if first is not None and first[0] != 1:  # a missing prefix is the earliest problem
         seq0, rid0, prev0 = first
         if anchors.get(seq0) != prev0 and prev0 != GENESIS:
             return ChainReport(False, count, seq0, rid0, "records before it were removed")
-    return ChainReport(True, count)
+    return problem or ChainReport(True, count)
 
 
 class AuditWriter:

@@ -9,6 +9,7 @@ as their redacted preview.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass
@@ -36,7 +37,9 @@ def export_labelled(store: AuditStore, out: str | Path) -> ExportSummary:
     if not labelled:
         raise ConfigError(f"{store.url}: no decision has feedback yet; nothing to export")
     lines, missing = [], 0
-    for row in store.rows(kind="decision"):
+    with contextlib.closing(store.rows(kind="decision")) as rows:
+        found = list(rows)
+    for row in found:
         entry = labelled.get(str(row.id))
         if entry is None:
             continue
