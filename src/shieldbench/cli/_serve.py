@@ -10,6 +10,8 @@ working directory.
 from __future__ import annotations
 
 import logging
+import os
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -101,9 +103,17 @@ def serve(
             log_level="info",
             access_log=False,
             timeout_graceful_shutdown=30,
+            timeout_keep_alive=75,  # longer than the usual 60 s of load balancers in front
         )
     )
     server.run()
+    # The audit log and the warn checks are flushed by now (the app's shutdown). A
+    # defense call abandoned past its timeout cannot be killed and would hold the
+    # interpreter's exit until it returns: leave without waiting for it.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0 if server.started else 1)
 
 
 @audit_app.command("verify")
