@@ -42,7 +42,7 @@ from shieldbench.service._state import Defenses, Service
 __all__ = ["create_app", "get_service"]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    s: {"model": ErrorBody} for s in (400, 401, 413, 422, 503)
+    s: {"model": ErrorBody} for s in (400, 401, 404, 413, 422, 502, 503, 504)
 }
 DECISION_HEADER = "x-shieldbench-decision"
 
@@ -79,16 +79,20 @@ async def _decide(
         ) from exc
 
 
-_WINDOW = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
+_WINDOW = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(s|m|h|d)?\s*$")
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
 
 
+_WINDOW_PATTERN = r"^(0*[1-9][0-9]*(\.[0-9]+)?|0*\.[0-9]*[1-9][0-9]*)(s|m|h|d)?$"
+_MAX_WINDOW_S = 3650 * 86400.0
+
+
 def parse_window(raw: str) -> float:
-    """``300``, ``90s``, ``5m``, ``1h``, ``7d`` -> seconds (> 0)."""
+    """``300``, ``90s``, ``5m``, ``1h``, ``7d`` -> seconds (> 0; at most ten years)."""
     match = _WINDOW.match(raw)
     if match is None or float(match.group(1)) <= 0:
         raise ServiceError(422, "invalid_request", f"window {raw!r}: use e.g. 300, 5m, 1h or 7d")
-    return float(match.group(1)) * _UNITS[match.group(2)]
+    return min(float(match.group(1)) * _UNITS[match.group(2)], _MAX_WINDOW_S)
 
 
 def create_app(
@@ -172,12 +176,16 @@ def create_app(
     @app.get("/v1/stats")
     async def stats(
         service: Annotated[Service, Depends(authorized)],
-        window: Annotated[str, Query(max_length=32)] = "1h",
+        window: Annotated[str, Query(max_length=24, pattern=_WINDOW_PATTERN)] = "1h",
     ) -> dict[str, Any]:
         """Rolling metrics over the window; precision/recall/FPR from feedback (Wilson 95%)."""
         return await asyncio.to_thread(service.stats, parse_window(window))
 
-    @app.get("/metrics", response_class=Response)
+    @app.get(
+        "/metrics",
+        response_class=Response,
+        responses={200: {"content": {"text/plain": {}}, "description": "exposition text"}},
+    )
     async def metrics(service: Annotated[Service, Depends(authorized)]) -> Response:
         """Prometheus text exposition."""
         return Response(service.metrics.scrape(), media_type="text/plain; version=0.0.4")

@@ -12,9 +12,10 @@ import hmac
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
-from fastapi import HTTPException, Request
+from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
 
 __all__ = [
     "BodyLimit",

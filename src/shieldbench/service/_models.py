@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "BatchRequest",
     "BatchResponse",
+    "ChatRequest",
     "CheckRequest",
     "CheckResponse",
     "DefenseRef",
@@ -29,13 +30,38 @@ class Message(BaseModel):
     content: str | list[dict[str, Any]] | None = None
 
 
+class ChatRequest(BaseModel):
+    """An OpenAI chat completions request; every other field is forwarded unchanged."""
+
+    model_config = ConfigDict(extra="allow")
+    model: str
+    messages: list[Message] = Field(min_length=1)
+    stream: bool = False
+
+
+def _exactly_one(schema: dict[str, Any]) -> None:
+    props = schema["properties"]
+    props["text"] = {"type": "string", "title": "Text"}
+    props["messages"] = {"type": "array", "items": props["messages"]["anyOf"][0]["items"]}
+    schema["oneOf"] = [{"required": ["text"]}, {"required": ["messages"]}]
+
+
 class CheckRequest(BaseModel):
     """``text`` or ``messages`` (exactly one); ``metadata`` is stored with the decision."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_exactly_one)
     text: str | None = None
     messages: list[Message] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_of(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            given = [k for k in ("text", "messages") if k in data]
+            if len(given) != 1 or data[given[0]] is None:
+                raise ValueError("give exactly one of 'text' (a string) or 'messages' (a list)")
+        return data
 
 
 class DefenseRef(BaseModel):

@@ -41,6 +41,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from shieldbench.service._deps import ReadyService
 from shieldbench.service._edges import ServiceError, error_response, message_text
+from shieldbench.service._models import ChatRequest
 from shieldbench.service._state import Service
 
 __all__ = ["proxy_router"]
@@ -257,24 +258,31 @@ def proxy_router(header: str) -> APIRouter:
     """The router serving ``POST /v1/chat/completions`` (see the module docstring)."""
     router = APIRouter()
 
-    @router.post("/v1/chat/completions")
-    async def chat_completions(request: Request, service: ReadyService) -> Response:
+    @router.post(
+        "/v1/chat/completions",
+        responses={
+            200: {
+                "description": "the upstream's answer (JSON), or its SSE stream",
+                "content": {"application/json": {}, "text/event-stream": {}},
+            }
+        },
+    )
+    async def chat_completions(
+        chat: ChatRequest, request: Request, service: ReadyService
+    ) -> Response:
         """Screen, then forward to the upstream (streaming passed through); see the module doc."""
-        raw = await request.body()
-        try:
-            payload = json.loads(raw)
-        except ValueError:
-            raise ServiceError(400, "invalid_json", "the request body is not valid JSON") from None
-        if not isinstance(payload, dict) or not isinstance(payload.get("messages"), list):
-            raise ServiceError(422, "invalid_request", "body: 'messages' must be a list")
-        text = message_text(payload["messages"], service.config.roles)
+        raw = await request.body()  # forwarded byte for byte
+        text = message_text(chat.messages, service.config.roles)
         if len(text) > service.config.max_text_chars:
             raise ServiceError(
                 413, "text_too_long", f"text longer than {service.config.max_text_chars} chars"
             )
-        decision = await service.guard.check(
-            text, endpoint="proxy", metadata={"model": str(payload.get("model"))}
-        )
+        try:
+            decision = await service.guard.check(
+                text, endpoint="proxy", metadata={"model": chat.model}
+            )
+        except Exception as exc:  # the audit log could not commit: refuse to answer unlogged
+            raise ServiceError(503, "audit_unavailable", f"audit log unavailable: {exc}") from exc
         if decision.blocked:
             return error_response(
                 400,
@@ -286,6 +294,6 @@ def proxy_router(header: str) -> APIRouter:
             )
         if service.upstream is None:
             raise ServiceError(503, "no_upstream", "no upstream configured (serve --upstream URL)")
-        return await _forward(request, service, raw, decision.id, bool(payload.get("stream")))
+        return await _forward(request, service, raw, decision.id, chat.stream)
 
     return router
