@@ -29,7 +29,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -117,7 +117,9 @@ class AuditStore:
             raise
         self._head = (seq, prev)
 
-    def rows(self, *, since: float | None = None, kind: str | None = None) -> Iterator[Any]:
+    def rows(
+        self, *, since: float | None = None, kind: str | None = None
+    ) -> Generator[Any, None, None]:
         """Audit rows in chain order (optionally newer than ``since`` / of one kind)."""
         query = sa.select(audit_table).order_by(audit_table.c.seq)
         if since is not None:
