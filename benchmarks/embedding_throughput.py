@@ -33,7 +33,7 @@ import time
 
 from shieldbench.datasets import head_dataset, load_dataset
 from shieldbench.defenses import build_defense
-from shieldbench.defenses._embedding import load_minilm
+from shieldbench.defenses.models._embedding import load_minilm
 from shieldbench.engine import run_defense
 from shieldbench.types import RunConfig
 

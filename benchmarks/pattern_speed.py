@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import shieldbench.datasets
-from shieldbench.defenses._pattern_normalize import normalize
 from shieldbench.defenses.pattern import HIDDEN_MIN_WEIGHT, RULES, PatternDefense
+from shieldbench.defenses.rules._normalize import normalize
 
 CORE = Path(shieldbench.datasets.__file__).parent / "builtin" / "core"
 THROUGHPUT_TARGET = 5.0

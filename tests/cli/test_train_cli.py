@@ -19,7 +19,7 @@ runner = CliRunner()
 
 
 def _bank(name: str) -> str:
-    return str(resources.files("shieldbench.defenses").joinpath("data", name))
+    return str(resources.files("shieldbench.defenses.models").joinpath("data", name))
 
 
 @pytest.mark.slow

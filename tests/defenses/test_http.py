@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shieldbench.defenses import build_defense
-from shieldbench.defenses._http import HTTPDefense, ResponseMapping, parse_path, select
+from shieldbench.defenses.remote._http import HTTPDefense, ResponseMapping, parse_path, select
 from shieldbench.errors import ConfigError, DefenseError, TransientDefenseError
 from shieldbench.types import Verdict
 

@@ -13,9 +13,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shieldbench.defenses import build_defense
-from shieldbench.defenses._llm import LLMDefense, resolve_endpoint
-from shieldbench.defenses._llm_parse import LABELS, build_messages, logprob_score, parse_answer
-from shieldbench.defenses._net import NetOptions, RateLimiter
+from shieldbench.defenses.remote._llm import LLMDefense, resolve_endpoint
+from shieldbench.defenses.remote._llm_parse import (
+    LABELS,
+    build_messages,
+    logprob_score,
+    parse_answer,
+)
+from shieldbench.defenses.remote._net import NetOptions, RateLimiter
 from shieldbench.engine import screen
 from shieldbench.errors import ConfigError, DefenseError, TransientDefenseError
 from shieldbench.types import RunConfig

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shieldbench.defenses import build_defense
-from shieldbench.defenses._llm_parse import LABELS, parse_answer
+from shieldbench.defenses.remote._llm_parse import LABELS, parse_answer
 from shieldbench.engine import screen
 from shieldbench.errors import DefenseError
 from shieldbench.types import RunConfig

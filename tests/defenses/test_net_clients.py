@@ -16,8 +16,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from shieldbench.defenses import build_defense
-from shieldbench.defenses._clients import ClientPool, env_proxy
-from shieldbench.defenses._http import HTTPDefense
+from shieldbench.defenses.remote._clients import ClientPool, env_proxy
+from shieldbench.defenses.remote._http import HTTPDefense
 from shieldbench.engine import screen
 from shieldbench.errors import TransientDefenseError
 from shieldbench.types import RunConfig

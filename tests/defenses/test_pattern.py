@@ -13,8 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shieldbench.defenses import build_defense, registry
-from shieldbench.defenses._pattern_normalize import normalize
-from shieldbench.defenses._pattern_rules import SIGNAL_RULES
 from shieldbench.defenses.pattern import (
     DEFAULT_THRESHOLD,
     FAMILIES,
@@ -24,6 +22,8 @@ from shieldbench.defenses.pattern import (
     compile_rule_set,
     noisy_or,
 )
+from shieldbench.defenses.rules._normalize import normalize
+from shieldbench.defenses.rules._rules import SIGNAL_RULES
 from shieldbench.errors import ConfigError, SpecError
 from shieldbench.types import Verdict
 

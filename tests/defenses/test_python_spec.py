@@ -12,7 +12,7 @@ from typing import Optional
 import pytest
 
 from shieldbench.defenses import Defense, build_defense
-from shieldbench.defenses._python_spec import CallableDefense, convert_option
+from shieldbench.defenses.adapters._python_spec import CallableDefense, convert_option
 from shieldbench.errors import ConfigError, DefenseError, SpecError
 from shieldbench.types import Verdict
 

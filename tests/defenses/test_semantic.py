@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from shieldbench.defenses import Embedder, SemanticDefense, build_defense, minilm_embedder
-from shieldbench.defenses._embedding import MINILM_NAME, text_key
-from shieldbench.defenses._semantic import Bank, load_bank
+from shieldbench.defenses.models._embedding import MINILM_NAME, text_key
+from shieldbench.defenses.models._semantic import Bank, load_bank
 from shieldbench.errors import ConfigError, SpecError
 from shieldbench.types import Verdict
 

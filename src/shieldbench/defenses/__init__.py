@@ -13,10 +13,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from shieldbench._lazy import lazy_attributes
-from shieldbench.defenses._combinators import Fuse, Vote
-from shieldbench.defenses._preprocess import STRIPPERS, Preprocess, strip_wrappers
+from shieldbench.defenses._build import build_defense
 from shieldbench.defenses._protocol import AsyncDefense, BatchDefense, Defense, defense_version
-from shieldbench.defenses._routing import (
+from shieldbench.defenses.compose._combinators import Fuse, Vote
+from shieldbench.defenses.compose._preprocess import STRIPPERS, Preprocess, strip_wrappers
+from shieldbench.defenses.compose._routing import (
     Dual,
     DualGain,
     PathShares,
@@ -24,33 +25,36 @@ from shieldbench.defenses._routing import (
     dual_gain,
     path_shares,
 )
-from shieldbench.defenses._wrappers import Dedup, FailSafe
-from shieldbench.errors import SpecError
+from shieldbench.defenses.compose._wrappers import Dedup, FailSafe
 from shieldbench.registry import defenses as registry
-from shieldbench.spec import Spec
 
 # The embedding API needs numpy: imported on first use, so that `import shieldbench`
 # and the command line start fast (see shieldbench._lazy).
 if TYPE_CHECKING:
-    from shieldbench.defenses._embedding import Embedder, minilm_embedder
-    from shieldbench.defenses._embedding_lr import EmbeddingLRDefense
-    from shieldbench.defenses._head import EmbeddingHead, HeadMetrics, ModelCard, TrainingSource
-    from shieldbench.defenses._semantic import SemanticDefense
-    from shieldbench.defenses._training import threshold_for_fpr, train_embedding_head
+    from shieldbench.defenses.models._embedding import Embedder, minilm_embedder
+    from shieldbench.defenses.models._embedding_lr import EmbeddingLRDefense
+    from shieldbench.defenses.models._head import (
+        EmbeddingHead,
+        HeadMetrics,
+        ModelCard,
+        TrainingSource,
+    )
+    from shieldbench.defenses.models._semantic import SemanticDefense
+    from shieldbench.defenses.models._training import threshold_for_fpr, train_embedding_head
 else:
     __getattr__ = lazy_attributes(
         globals(),
         {
-            "Embedder": "shieldbench.defenses._embedding",
-            "minilm_embedder": "shieldbench.defenses._embedding",
-            "EmbeddingLRDefense": "shieldbench.defenses._embedding_lr",
-            "EmbeddingHead": "shieldbench.defenses._head",
-            "HeadMetrics": "shieldbench.defenses._head",
-            "ModelCard": "shieldbench.defenses._head",
-            "TrainingSource": "shieldbench.defenses._head",
-            "SemanticDefense": "shieldbench.defenses._semantic",
-            "threshold_for_fpr": "shieldbench.defenses._training",
-            "train_embedding_head": "shieldbench.defenses._training",
+            "Embedder": "shieldbench.defenses.models._embedding",
+            "minilm_embedder": "shieldbench.defenses.models._embedding",
+            "EmbeddingLRDefense": "shieldbench.defenses.models._embedding_lr",
+            "EmbeddingHead": "shieldbench.defenses.models._head",
+            "HeadMetrics": "shieldbench.defenses.models._head",
+            "ModelCard": "shieldbench.defenses.models._head",
+            "TrainingSource": "shieldbench.defenses.models._head",
+            "SemanticDefense": "shieldbench.defenses.models._semantic",
+            "threshold_for_fpr": "shieldbench.defenses.models._training",
+            "train_embedding_head": "shieldbench.defenses.models._training",
         },
     )
 
@@ -85,15 +89,3 @@ __all__ = [
     "threshold_for_fpr",
     "train_embedding_head",
 ]
-
-
-def build_defense(spec: str | Spec) -> Defense:
-    """Build the defense a spec string names (see ``shieldbench defenses list``)."""
-    obj = registry.create(spec)
-    if not isinstance(obj, Defense):
-        text = spec if isinstance(spec, str) else spec.text
-        raise SpecError(
-            f"{text!r} built a {type(obj).__name__}, which is not a Defense"
-            " (it needs a 'name' attribute and a 'check(text) -> Verdict' method)"
-        )
-    return obj

@@ -1,22 +1,23 @@
 """Imports every built-in defense module so that its plugins register.
 
 One import per module; each module registers its own plugins with
-``shieldbench.registry.defenses.register``.
+``shieldbench.registry.defenses.register``. Every one of them lives in a family
+sub-package (``rules``, ``models``, ``adapters``, ``remote``, ``compose``).
 """
 
+# ruff: noqa: F401  (imported for their side effect: registering plugins)
 from __future__ import annotations
 
-# ruff: noqa: F401  (imported for their side effect: registering plugins)
-import shieldbench.defenses._adapters  # nanoguard, guardify, injectionshield, promptlint, ...
-import shieldbench.defenses._combinators  # any, all, vote, fuse
-import shieldbench.defenses._embedding_lr  # embedding-lr
-import shieldbench.defenses._http  # http
-import shieldbench.defenses._llm  # llm, openai
-import shieldbench.defenses._preprocess  # preprocess
-import shieldbench.defenses._python_spec  # python:MODULE:ATTRIBUTE
-import shieldbench.defenses._recommended  # recommended
-import shieldbench.defenses._routing  # tiered, dual
-import shieldbench.defenses._semantic  # semantic
-import shieldbench.defenses._shift  # topic-shift
-import shieldbench.defenses._wrappers  # fail_closed, fail_open, dedup
-import shieldbench.defenses.pattern  # pattern
+import shieldbench.defenses.adapters._python_spec  # python:MODULE:ATTRIBUTE
+import shieldbench.defenses.adapters._third_party  # nanoguard, guardify, ...
+import shieldbench.defenses.compose._combinators  # any, all, vote, fuse
+import shieldbench.defenses.compose._preprocess  # preprocess
+import shieldbench.defenses.compose._recommended  # recommended
+import shieldbench.defenses.compose._routing  # tiered, dual
+import shieldbench.defenses.compose._wrappers  # fail_closed, fail_open, dedup
+import shieldbench.defenses.models._embedding_lr  # embedding-lr
+import shieldbench.defenses.models._semantic  # semantic
+import shieldbench.defenses.models._shift  # topic-shift
+import shieldbench.defenses.remote._http  # http
+import shieldbench.defenses.remote._llm  # llm, openai
+import shieldbench.defenses.rules._pattern  # pattern

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from shieldbench.errors import ConfigError
 from shieldbench.metrics import Rate
 from shieldbench.reports._format import pct, rate_text
-from shieldbench.reports._model import Recommendation, ReportSettings
+from shieldbench.reports._records import Recommendation, ReportSettings
 from shieldbench.types import DatasetInfo, DefenseInfo
 
 __all__ = ["ATTACK_KIND", "AttackLike", "AttackView", "attack_recommendations", "attack_view"]

@@ -30,6 +30,7 @@ from shieldbench.metrics import (
     RunSummary,
     TradeOff,
 )
+from shieldbench.reports._records import Recommendation, ReportSettings
 from shieldbench.types import DatasetInfo, DefenseInfo, RunConfig
 
 if TYPE_CHECKING:
@@ -57,27 +58,6 @@ REPORT_KIND = "shieldbench.report"
 
 Scope = Literal["run", "benchmark", "attack"]
 ExampleKind = Literal["bypass", "false_positive"]
-Priority = Literal["critical", "warning", "info"]
-
-
-@dataclass(frozen=True, slots=True)
-class ReportSettings:
-    """The knobs a report was built with (reported with it)."""
-
-    margin: float
-    examples: int
-    coverage_target: float
-    target_fpr: float
-    text_limit: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "margin": self.margin,
-            "examples_per_category": self.examples,
-            "coverage_target": self.coverage_target,
-            "target_fpr": self.target_fpr,
-            "text_limit": self.text_limit,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,31 +321,6 @@ class AttackSection:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.data)
-
-
-@dataclass(frozen=True, slots=True)
-class Recommendation:
-    """One action derived from the numbers by a named rule.
-
-    ``priority`` is ``critical`` (the defense fails at its job), ``warning`` (a
-    figure to act on) or ``info``; ``subject`` names the run, comparison or
-    attack it is about; ``evidence`` holds the numbers the rule used.
-    """
-
-    priority: Priority
-    rule: str
-    subject: str
-    message: str
-    evidence: Mapping[str, Any]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "priority": self.priority,
-            "rule": self.rule,
-            "subject": self.subject,
-            "message": self.message,
-            "evidence": dict(self.evidence),
-        }
 
 
 @dataclass(frozen=True, slots=True)

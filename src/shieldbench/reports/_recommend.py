@@ -33,11 +33,11 @@ from shieldbench.reports._format import pct, per_10k, rate_text
 from shieldbench.reports._model import (
     AttackSection,
     DatasetGroup,
-    Priority,
     Recommendation,
     ReportSettings,
     RunSection,
 )
+from shieldbench.reports._records import Priority
 from shieldbench.reports._rules import (
     Context,
     comparison,

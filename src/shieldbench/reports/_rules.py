@@ -12,11 +12,11 @@ from shieldbench.metrics import Rate
 from shieldbench.reports._model import (
     AttackSection,
     DatasetGroup,
-    Priority,
     Recommendation,
     ReportSettings,
     RunSection,
 )
+from shieldbench.reports._records import Priority
 
 __all__ = ["Context", "comparison", "listing", "missing_label", "rate_evidence", "rec"]
 

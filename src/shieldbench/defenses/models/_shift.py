@@ -38,7 +38,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from shieldbench.defenses._embedding import EMBEDDER_OPTIONS, Embedder, embedder_from_spec
+from shieldbench.defenses.models._embedding import EMBEDDER_OPTIONS, Embedder, embedder_from_spec
 from shieldbench.errors import ConfigError, SpecError
 from shieldbench.registry import defenses
 from shieldbench.spec import Spec

@@ -8,7 +8,7 @@ Cyrillic letters and no ``\\b`` (RE2's ``\\b`` only knows ASCII word characters)
 
 from __future__ import annotations
 
-from shieldbench.defenses._pattern_rules import Rule, alt, words
+from shieldbench.defenses.rules._rules import Rule, alt, words
 
 __all__ = ["I18N_RULES"]
 

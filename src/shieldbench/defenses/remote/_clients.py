@@ -34,7 +34,7 @@ Behaviour both clients share
     ``NO_PROXY``), read when first needed. At most :data:`MAX_CONNECTIONS`
     connections per client; more calls wait for one. Transport failures
     (connection refused or reset, timeouts, broken responses) raise
-    :class:`~shieldbench.defenses._net.NetworkError`.
+    :class:`~shieldbench.defenses.remote._net.NetworkError`.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from shieldbench.defenses._net import NetworkError, Reply
+from shieldbench.defenses.remote._net import NetworkError, Reply
 
 if TYPE_CHECKING:
     import ssl

@@ -24,6 +24,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
+from shieldbench.defenses._build import build_defense
 from shieldbench.defenses._protocol import Defense, defense_version
 from shieldbench.errors import DefenseError, SpecError
 from shieldbench.spec import Spec
@@ -140,8 +141,6 @@ def int_opt(spec: Spec, key: str, default: int) -> int:
 
 def build_children(spec: Spec, *, at_least: int = 1) -> list[Defense]:
     """Build the positional arguments of ``spec`` as defenses (nested spec strings)."""
-    from shieldbench.defenses import build_defense  # the package imports this module's users
-
     if len(spec.args) < at_least:
         noun = "defense" if at_least == 1 else "defenses"
         raise SpecError(

@@ -12,8 +12,8 @@ LiteLLM, LM Studio, llama.cpp's server, OpenAI. Spec forms::
 
 Provider prefixes and their base URLs: see :data:`PROVIDERS`. The request uses
 temperature 0 and asks for ``logprobs`` (``logprobs=false`` for servers that reject
-it); see :mod:`shieldbench.defenses._llm_parse` for the prompt, how answers are
-parsed and how the score is computed, and :mod:`shieldbench.defenses._net` for
+it); see :mod:`shieldbench.defenses.remote._llm_parse` for the prompt, how answers are
+parsed and how the score is computed, and :mod:`shieldbench.defenses.remote._net` for
 timeouts, retries (``retries=0`` by default: the engine retries), the ``rpm`` rate
 limit and how the API key is kept secret.
 
@@ -35,15 +35,15 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from shieldbench.defenses._clients import ClientPool
-from shieldbench.defenses._llm_parse import (
+from shieldbench.defenses.remote._clients import ClientPool
+from shieldbench.defenses.remote._llm_parse import (
     ATTACK_LABELS,
     PROMPT_VERSION,
     build_messages,
     logprob_score,
     parse_answer,
 )
-from shieldbench.defenses._net import (
+from shieldbench.defenses.remote._net import (
     DEFAULT_NET,
     JSON_HEADERS,
     NetOptions,

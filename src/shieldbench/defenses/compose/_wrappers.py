@@ -42,7 +42,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Literal, TypeVar
 
-from shieldbench.defenses._composite import (
+from shieldbench.defenses._protocol import Defense
+from shieldbench.defenses.compose._composite import (
     Composite,
     build_children,
     call_async,
@@ -53,7 +54,6 @@ from shieldbench.defenses._composite import (
     merge_details,
     named,
 )
-from shieldbench.defenses._protocol import Defense
 from shieldbench.errors import ConfigError, SpecError
 from shieldbench.registry import defenses
 from shieldbench.spec import Spec

@@ -28,7 +28,7 @@ Timeouts
     connection, each read); the engine's per-call timeout bounds the total.
 
 Clients
-    :mod:`shieldbench.defenses._clients`: httpx for ``check``, aiohttp (one session
+    :mod:`shieldbench.defenses.remote._clients`: httpx for ``check``, aiohttp (one session
     per running event loop) for ``acheck``. Both hand back a :class:`Reply` and
     raise :class:`NetworkError` on transport failures, so this module's retry
     policy does not depend on the client library.
@@ -220,7 +220,7 @@ def json_bytes(body: object) -> bytes:
 class NetworkError(Exception):
     """A request that got no HTTP answer: refused, reset, timed out, broken response.
 
-    Raised by the clients (:mod:`shieldbench.defenses._clients`) in place of their own
+    Raised by the clients (:mod:`shieldbench.defenses.remote._clients`) in place of their own
     exception types; always transient. ``kind`` names the client's exception type.
     """
 

@@ -42,8 +42,8 @@ import numpy as np
 import numpy.typing as npt
 
 from shieldbench.datasets import Dataset
-from shieldbench.defenses._embedding import Embedder, minilm_embedder
-from shieldbench.defenses._head import EmbeddingHead, HeadMetrics, ModelCard, TrainingSource
+from shieldbench.defenses.models._embedding import Embedder, minilm_embedder
+from shieldbench.defenses.models._head import EmbeddingHead, HeadMetrics, ModelCard, TrainingSource
 from shieldbench.errors import ConfigError
 
 __all__ = ["threshold_for_fpr", "train_embedding_head"]

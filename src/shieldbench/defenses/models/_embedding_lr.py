@@ -17,9 +17,10 @@ splits, Apache-2.0; S-Labs, all splits, MIT), minus neuralchemy's
 table evaluates on, and training on them would flatter the model there.
 Rebuild it, bit-for-bit on the same platform, with::
 
-    python -m shieldbench.defenses._default_head src/shieldbench/defenses/models/embedding-lr
+    python -m shieldbench.defenses.models._default_head \\
+        src/shieldbench/defenses/models/weights/embedding-lr
 
-(see :mod:`shieldbench.defenses._default_head`). Its card lists the data
+(see :mod:`shieldbench.defenses.models._default_head`). Its card lists the data
 hashes, split, threshold and held-out metrics.
 """
 
@@ -29,8 +30,8 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
-from shieldbench.defenses._embedding import EMBEDDER_OPTIONS, Embedder, embedder_from_spec
-from shieldbench.defenses._head import EmbeddingHead
+from shieldbench.defenses.models._embedding import EMBEDDER_OPTIONS, Embedder, embedder_from_spec
+from shieldbench.defenses.models._head import EmbeddingHead
 from shieldbench.errors import ConfigError
 from shieldbench.registry import defenses
 from shieldbench.spec import Spec
@@ -43,7 +44,9 @@ DEFAULT_HEAD = "embedding-lr"
 
 def default_head_path() -> Path:
     """The folder of the head shipped with the package."""
-    return Path(str(resources.files("shieldbench.defenses").joinpath("models", DEFAULT_HEAD)))
+    return Path(
+        str(resources.files("shieldbench.defenses.models").joinpath("weights", DEFAULT_HEAD))
+    )
 
 
 class EmbeddingLRDefense:

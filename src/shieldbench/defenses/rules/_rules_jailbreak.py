@@ -1,12 +1,12 @@
 """English rules of the ``pattern`` defense for role manipulation, mode switching,
 DAN-style jailbreaks, tag / template injection and encoding evasion.
 
-Same conventions as ``_pattern_rules`` (normalised text, RE2-and-``re`` syntax).
+Same conventions as ``_rules`` (normalised text, RE2-and-``re`` syntax).
 """
 
 from __future__ import annotations
 
-from shieldbench.defenses._pattern_rules import Rule, alt, words
+from shieldbench.defenses.rules._rules import Rule, alt, words
 
 __all__ = ["JAILBREAK_RULES"]
 

@@ -24,7 +24,7 @@ and ``details`` carries ``a``, ``b`` and the nearest exemplar ids.
 Banks are any labelled dataset spec (``bank=jsonl:my_attacks.jsonl``: its
 attack samples; ``benign_bank=...``: its benign samples; ``benign_bank=none``
 to switch the benign bank off). The defaults are hand-written exemplars shipped
-in ``shieldbench/defenses/data/`` (no public dataset copied).
+in ``shieldbench/defenses/models/data/`` (no public dataset copied).
 
 This is a *known-attack* detector: it recognises paraphrases of what is in its
 bank and little else; see the README table for how that generalises.
@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from shieldbench.datasets import load_dataset
-from shieldbench.defenses._embedding import EMBEDDER_OPTIONS, Embedder, embedder_from_spec
+from shieldbench.defenses.models._embedding import EMBEDDER_OPTIONS, Embedder, embedder_from_spec
 from shieldbench.errors import ConfigError, SpecError
 from shieldbench.registry import defenses
 from shieldbench.spec import Spec
@@ -73,7 +73,7 @@ class Bank:
 
 
 def _packaged_samples(filename: str) -> list[Sample]:
-    source = resources.files("shieldbench.defenses").joinpath("data", filename)
+    source = resources.files("shieldbench.defenses.models").joinpath("data", filename)
     lines = source.read_text(encoding="utf-8").splitlines()
     return [Sample.from_dict(json.loads(line)) for line in lines if line.strip()]
 

@@ -34,12 +34,12 @@ out of place, which only ``topic-shift`` sees.
 
 from __future__ import annotations
 
-from shieldbench.defenses._combinators import Vote
-from shieldbench.defenses._embedding import minilm_embedder
-from shieldbench.defenses._embedding_lr import EmbeddingLRDefense, default_head_path
-from shieldbench.defenses._head import EmbeddingHead
 from shieldbench.defenses._protocol import Defense
-from shieldbench.defenses._shift import TopicShiftDefense
+from shieldbench.defenses.compose._combinators import Vote
+from shieldbench.defenses.models._embedding import minilm_embedder
+from shieldbench.defenses.models._embedding_lr import EmbeddingLRDefense, default_head_path
+from shieldbench.defenses.models._head import EmbeddingHead
+from shieldbench.defenses.models._shift import TopicShiftDefense
 from shieldbench.errors import SpecError
 from shieldbench.registry import defenses
 from shieldbench.spec import Spec
@@ -52,7 +52,7 @@ RECOMMENDED = "any(pattern, embedding-lr, topic-shift)"
 
 def build_recommended() -> Vote:
     """The ``recommended`` pipeline (see the module doc), named ``recommended``."""
-    from shieldbench.defenses.pattern import PatternDefense
+    from shieldbench.defenses.rules._pattern import PatternDefense
 
     embedder = minilm_embedder()
     children: list[Defense] = [

@@ -36,7 +36,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from shieldbench.defenses._composite import (
+from shieldbench.defenses._protocol import Defense
+from shieldbench.defenses.compose._composite import (
     Composite,
     build_children,
     build_with,
@@ -48,7 +49,6 @@ from shieldbench.defenses._composite import (
     int_opt,
     named,
 )
-from shieldbench.defenses._protocol import Defense
 from shieldbench.errors import ConfigError, SpecError
 from shieldbench.registry import defenses
 from shieldbench.spec import Spec

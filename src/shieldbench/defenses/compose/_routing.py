@@ -35,7 +35,8 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from shieldbench.defenses._composite import (
+from shieldbench.defenses._protocol import Defense
+from shieldbench.defenses.compose._composite import (
     Composite,
     build_children,
     build_with,
@@ -47,7 +48,6 @@ from shieldbench.defenses._composite import (
     merge_details,
     named,
 )
-from shieldbench.defenses._protocol import Defense
 from shieldbench.errors import ConfigError, SpecError
 from shieldbench.registry import defenses
 from shieldbench.spec import Spec

@@ -8,15 +8,15 @@ read as the probability that a text is an attack given that this rule alone fire
 0.5 block on their own at the default threshold; weaker cues only count together.
 
 Patterns are written for the *normalised* text (lowercase, ASCII for Latin scripts,
-single spaces, ``\\n`` between lines; see ``_pattern_normalize``) in the subset of
+single spaces, ``\\n`` between lines; see ``_normalize``) in the subset of
 syntax that both RE2 and Python's ``re`` accept with the same meaning: literals,
 classes, ``(?:...)``, alternation, bounded ``{m,n}`` repetition, ``\\b`` next to ASCII
 letters. No ``\\w``, ``\\s``, look-around or back-references. Keeping one syntax lets the
 benchmark compare the RE2 engine with a plain ``re.search`` loop over the same rules.
 
 This module holds the English instruction-override and prompt-extraction rules;
-``_pattern_rules_jailbreak`` the English role, mode, DAN, tag and encoding rules;
-``_pattern_rules_i18n`` the other languages. ``pattern.RULES`` holds them all.
+``_rules_jailbreak`` the English role, mode, DAN, tag and encoding rules;
+``_rules_i18n`` the other languages. ``pattern.RULES`` holds them all.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ Response mapping (JSON path selectors: ``$.a.b``, ``$.items[0].score``,
     is ``None`` / ``()``; a missing ``blocked`` value, a wrong type, a score outside
     [0, 1] or a body that is not JSON is a :class:`~shieldbench.errors.DefenseError`
     (an error outcome). Timeouts, retries and ``rpm``: see
-    :mod:`shieldbench.defenses._net`.
+    :mod:`shieldbench.defenses.remote._net`.
 
 Example:
     >>> m = ResponseMapping(blocked="$.result.category==injection|jailbreak",
@@ -50,9 +50,9 @@ from dataclasses import dataclass, field
 from json.encoder import encode_basestring
 from urllib.parse import urlencode, urlsplit
 
-from shieldbench.defenses._clients import ClientPool
-from shieldbench.defenses._llm import net_options
-from shieldbench.defenses._net import (
+from shieldbench.defenses.remote._clients import ClientPool
+from shieldbench.defenses.remote._llm import net_options
+from shieldbench.defenses.remote._net import (
     DEFAULT_NET,
     JSON_HEADERS,
     NetOptions,

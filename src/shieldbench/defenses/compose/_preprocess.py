@@ -50,7 +50,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 
-from shieldbench.defenses._composite import (
+from shieldbench.defenses._protocol import Defense
+from shieldbench.defenses.compose._composite import (
     Composite,
     build_children,
     call_async,
@@ -59,7 +60,6 @@ from shieldbench.defenses._composite import (
     merge_details,
     named,
 )
-from shieldbench.defenses._protocol import Defense
 from shieldbench.errors import ConfigError, SpecError
 from shieldbench.registry import defenses
 from shieldbench.spec import Spec

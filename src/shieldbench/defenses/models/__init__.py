@@ -1,0 +1,11 @@
+"""Learned defenses: sentence embeddings and what is built on them.
+
+- ``_embedding``: the MiniLM embedder and its cache, shared by the models below.
+- ``_semantic``: ``semantic``, nearest neighbours in a bank of known attacks
+  (banks in ``data/``).
+- ``_embedding_lr``, ``_head``: ``embedding-lr``, a logistic-regression head and its
+  model card (the shipped head is in ``weights/embedding-lr/``).
+- ``_training``: :func:`~shieldbench.defenses.train_embedding_head`, what
+  ``shieldbench train`` runs; ``_default_head`` rebuilds the shipped head.
+- ``_shift``: ``topic-shift``, a sentence foreign to the rest of a document.
+"""

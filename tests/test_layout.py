@@ -1,0 +1,140 @@
+"""The package's layout: no import cycles, and every defense in its family folder.
+
+The import graph is read from the source with :mod:`ast`, not by importing: every
+``import`` and ``from ... import`` anywhere in a module (at the top, inside functions,
+under ``if TYPE_CHECKING``) is an edge, relative imports resolved. ``from a import b``
+is an edge to ``a.b`` when that is a module, else to ``a``. Importing a module also
+runs its packages' ``__init__``, but that is not counted as an edge: a package may
+import its own sub-modules to re-export their names.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import shieldbench
+from shieldbench.defenses import registry
+
+ROOT = Path(shieldbench.__file__).parent
+FAMILIES = ("rules", "models", "adapters", "remote", "compose")
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the package by dotted name (a package by its own name)."""
+    found: dict[str, Path] = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = ("shieldbench", *path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def _imported(name: str, path: Path, modules: dict[str, Path]) -> Iterator[str]:
+    """The package modules that module ``name`` (at ``path``) imports."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base_parts = package.split(".")
+                base_parts = base_parts[: len(base_parts) - (node.level - 1)]
+                base = ".".join([*base_parts, *([node.module] if node.module else [])])
+            else:
+                base = node.module or ""
+            subs = [f"{base}.{alias.name}" for alias in node.names]
+            targets = [sub if sub in modules else base for sub in subs]
+        else:
+            continue
+        for target in targets:
+            # ``import a.b.c`` names the deepest module of the package it reaches
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                yield target
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: set(_imported(name, path, modules)) for name, path in modules.items()}
+
+
+def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` as ``[a, b, ..., a]``, or ``None`` (iterative DFS)."""
+    done: set[str] = set()
+    for start in sorted(graph):
+        if start in done:
+            continue
+        stack: list[tuple[str, Iterator[str]]] = [(start, iter(sorted(graph[start])))]
+        on_path = [start]
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                on_path.pop()
+                done.add(node)
+            elif child in on_path:
+                return [*on_path[on_path.index(child) :], child]
+            elif child not in done:
+                stack.append((child, iter(sorted(graph.get(child, ())))))
+                on_path.append(child)
+    return None
+
+
+def test_the_cycle_finder_finds_a_cycle_and_names_it() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _find_cycle(graph) == ["a", "b", "c", "a"]
+    assert _find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+
+
+def test_the_graph_sees_relative_and_function_level_imports(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    source = "def f():\n    from . import b\n    from .b import x\n    import pkg.c\n"
+    (pkg / "a.py").write_text(source, encoding="utf-8")
+    modules = {"pkg": pkg / "__init__.py", "pkg.a": pkg / "a.py"}
+    modules |= {"pkg.b": pkg / "b.py", "pkg.c": pkg / "c.py"}
+    assert set(_imported("pkg.a", pkg / "a.py", modules)) == {"pkg.b", "pkg.c"}
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    graph = _graph()
+    assert len(graph) > 100  # the walk found the package
+    assert (
+        "shieldbench.defenses.compose._composite" in graph["shieldbench.defenses.compose._routing"]
+    )
+    cycle = _find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_defense_family_is_a_package(family: str) -> None:
+    assert (ROOT / "defenses" / family / "__init__.py").is_file()
+
+
+def test_every_defense_subfolder_with_code_is_a_package() -> None:
+    for folder in (ROOT / "defenses").iterdir():
+        if folder.is_dir() and any(folder.rglob("*.py")):
+            assert (folder / "__init__.py").is_file(), folder
+
+
+def test_every_builtin_defense_lives_in_a_family_package() -> None:
+    prefixes = tuple(f"shieldbench.defenses.{family}." for family in FAMILIES)
+    homes = {
+        info.name: info.factory.__module__
+        for info in registry
+        if info.origin == "builtin" and info.factory.__module__.startswith("shieldbench.")
+    }
+    assert len(homes) >= 20
+    for name, module in homes.items():
+        assert module.startswith(prefixes), f"{name!r} is registered in {module}"
+    expected = {"pattern": "rules", "semantic": "models", "promptsafe": "adapters"}
+    expected |= {"python": "adapters", "http": "remote", "any": "compose"}
+    for name, family in expected.items():
+        assert homes[name].split(".")[2] == family, (name, homes[name])
