@@ -8,6 +8,8 @@
     mode: enforce                   # or monitor: decide and record, never block
     fail_open: false                # true: errors/timeouts allow (logged at ERROR)
     timeout_s: 2.0                  # inline defense budget
+    warn_timeout_s: 30.0            # warn-only defense budget
+    max_pending_warn: 10000         # warn checks queued beyond this are dropped (counted)
     dedup_window_s: 5.0
     strip: [ansi, caveat, tags, tool-envelope]
     roles: [user, tool]             # message roles screened on /v1/check and the proxy
@@ -75,6 +77,8 @@ class ServeConfig:
     mode: Mode = "enforce"
     fail_open: bool = False
     timeout_s: float = 2.0
+    warn_timeout_s: float = 30.0
+    max_pending_warn: int = 10_000
     dedup_window_s: float = 5.0
     strip: tuple[str, ...] = tuple(SERVICE_STRIPPERS)
     roles: tuple[str, ...] = ("user", "tool")
@@ -95,10 +99,10 @@ class ServeConfig:
     def __post_init__(self) -> None:
         if self.mode not in ("enforce", "monitor"):
             raise ConfigError(f"mode must be 'enforce' or 'monitor', got {self.mode!r}")
-        for name in ("timeout_s", "dedup_window_s", "upstream_timeout_s"):
+        for name in ("timeout_s", "warn_timeout_s", "dedup_window_s", "upstream_timeout_s"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        for name in ("max_body_bytes", "max_text_chars", "stream_window_chars"):
+        for name in ("max_body_bytes", "max_text_chars", "stream_window_chars", "max_pending_warn"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)!r}")
         if not 1 <= self.stream_check_every_chars <= self.stream_window_chars:

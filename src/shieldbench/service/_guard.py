@@ -126,6 +126,9 @@ class Guard:
         warn_state = "none"
         if self.warn_screen is not None:
             warn_state = "skipped" if decision != "allow" else "pending"
+            if warn_state == "pending" and len(self._tasks) >= self.config.max_pending_warn:
+                warn_state = "dropped"  # backlog full: counted, never queued without bound
+                self.metrics.warn.labels("dropped").inc()
         out = Decision(
             id=uuid.uuid4().hex,
             decision=decision,

@@ -84,7 +84,7 @@ class CheckResponse(BaseModel):
     path: str = Field(description="fast | deep (tiered defenses)")
     dedup: Literal["hit", "miss"]
     defense: DefenseRef
-    warn: str = Field(description="none | pending | skipped (dual mode)")
+    warn: str = Field(description="none | pending | skipped | dropped (dual mode)")
     stripped: list[str] = Field(description="preprocessing steps that changed the text")
     error: str | None = None
 

@@ -35,7 +35,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
+import aiohttp
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
@@ -110,9 +110,9 @@ def _answer_text(body: Any) -> str:
     return "\n".join(parts)
 
 
-async def _events(response: httpx.Response) -> AsyncIterator[bytes]:
+async def _events(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
     buffer = b""
-    async for chunk in response.aiter_bytes():
+    async for chunk in response.content.iter_any():
         buffer += chunk.replace(b"\r\n", b"\n")
         while b"\n\n" in buffer:
             event, buffer = buffer.split(b"\n\n", 1)
@@ -153,7 +153,7 @@ def _filter_chunk(decision_id: str, output: dict[str, Any]) -> bytes:
 
 
 async def _stream(
-    service: Service, response: httpx.Response, decision_id: str
+    service: Service, response: aiohttp.ClientResponse, decision_id: str
 ) -> AsyncIterator[bytes]:
     cfg = service.config
     held: list[bytes] = []
@@ -187,8 +187,8 @@ async def _stream(
                 return
             for item in held:
                 yield item
-    except httpx.HTTPError as exc:
-        kind = "timeout" if isinstance(exc, httpx.TimeoutException) else "stream_error"
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        kind = "timeout" if isinstance(exc, TimeoutError) else "stream_error"
         service.metrics.gateway_errors.labels(kind).inc()
         await service.guard.record(
             {"kind": "gateway_error", "ref": decision_id, "error": kind, "message": str(exc)}
@@ -196,38 +196,36 @@ async def _stream(
         error = {"error": {"type": "upstream_error", "message": f"upstream {kind}: {exc}"}}
         yield b"data: " + json.dumps(error).encode() + b"\n\n"
     finally:
-        await response.aclose()
+        response.close()
 
 
 async def _forward(
     request: Request, service: Service, raw: bytes, decision_id: str, stream: bool
 ) -> Response:
     assert service.upstream is not None
+    assert service.config.upstream is not None
+    url = service.config.upstream.rstrip("/") + "/chat/completions"
     headers = _upstream_headers(request, service)
     out_headers = {"x-shieldbench-decision": decision_id}
-    upstream_request = service.upstream.build_request(
-        "POST", "/chat/completions", content=raw, headers=headers
-    )
     try:
-        response = await service.upstream.send(upstream_request, stream=True)
-    except httpx.TimeoutException as exc:
+        response = await service.upstream.post(url, data=raw, headers=headers)
+    except TimeoutError as exc:
         return await _gateway_error(service, decision_id, "timeout", str(exc) or "timed out", 504)
-    except httpx.HTTPError as exc:
-        return await _gateway_error(service, decision_id, "connect", str(exc), 502)
-    if response.status_code >= 300 or not stream:
+    except aiohttp.ClientError as exc:
+        return await _gateway_error(service, decision_id, "connect", str(exc) or repr(exc), 502)
+    if response.status >= 300 or not stream:
         try:
-            content = await response.aread()
-        except httpx.HTTPError as exc:
-            await response.aclose()
-            return await _gateway_error(service, decision_id, "timeout", str(exc), 504)
+            content = await response.read()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            return await _gateway_error(service, decision_id, "timeout", str(exc) or "read", 504)
         finally:
-            await response.aclose()
-        if response.status_code >= 500:
-            message = f"status {response.status_code}"
+            response.release()
+        if response.status >= 500:
+            message = f"status {response.status}"
             return await _gateway_error(service, decision_id, "status", message, 502)
-        if response.status_code >= 300:
+        if response.status >= 300:
             media = response.headers.get("content-type", "application/json")
-            return Response(content, response.status_code, out_headers, media_type=media)
+            return Response(content, response.status, out_headers, media_type=media)
         return await _complete(service, content, decision_id, out_headers)
     return StreamingResponse(
         _stream(service, response, decision_id),
