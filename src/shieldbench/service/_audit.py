@@ -287,9 +287,10 @@ def _verify(rows: Iterator[Any]) -> ChainReport:
 class AuditWriter:
     """Group-commits records from the event loop on one writer thread, in order."""
 
-    def __init__(self, store: AuditStore, *, max_batch: int = 512) -> None:
+    def __init__(self, store: AuditStore, *, max_batch: int = 512, defer_s: float = 0.2) -> None:
         self.store = store
         self.max_batch = max_batch
+        self.defer_s = defer_s
         self._queue: queue.SimpleQueue[
             tuple[dict[str, Any], asyncio.Future[None] | None] | None
         ] = queue.SimpleQueue()
@@ -309,11 +310,26 @@ class AuditWriter:
         self._queue.put((body, None))
 
     def _run(self) -> None:
-        stop = False
-        while not stop:
-            item = self._queue.get()
-            batch = []
-            while item is not None:
+        # Records nobody waits for (warn results, alerts) are held up to
+        # ``defer_s`` and committed with the next awaited batch, so they do not cost a
+        # transaction of their own in front of a request that is waiting.
+        held: list[tuple[dict[str, Any], asyncio.Future[None] | None]] = []
+        deadline = 0.0
+        while True:
+            timeout = max(0.0, deadline - time.monotonic()) if held else None
+            try:
+                item = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                self._commit(held)
+                held = []
+                continue
+            batch = held
+            held = []
+            stop = False
+            while True:
+                if item is None:
+                    stop = True
+                    break
                 batch.append(item)
                 if len(batch) >= self.max_batch:
                     break
@@ -321,11 +337,17 @@ class AuditWriter:
                     item = self._queue.get_nowait()
                 except queue.Empty:
                     break
-            stop = item is None
-            if batch:
+            if stop or any(future is not None for _, future in batch):
                 self._commit(batch)
+            else:
+                held = batch
+                deadline = time.monotonic() + self.defer_s
+            if stop:
+                return
 
     def _commit(self, batch: list[tuple[dict[str, Any], asyncio.Future[None] | None]]) -> None:
+        if not batch:
+            return
         error: BaseException | None = None
         try:
             self.store.append([body for body, _ in batch])
