@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import Any
 from http.server import ThreadingHTTPServer
+from typing import Any
 
 import pytest
 import schemathesis
