@@ -107,6 +107,8 @@ class ServeConfig:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)!r}")
         if not 1 <= self.stream_check_every_chars <= self.stream_window_chars:
             raise ConfigError("stream_check_every_chars must be in [1, stream_window_chars]")
+        if self.retention_days is not None and not self.retention_days > 0:
+            raise ConfigError(f"retention_days must be > 0, got {self.retention_days!r}")
         object.__setattr__(self, "strip", check_strippers(self.strip))
         object.__setattr__(self, "roles", tuple(self.roles))
 

@@ -59,6 +59,7 @@ class Service:
     upstream: aiohttp.ClientSession | None = None
     alerts: AlertLoop | None = None
     started: float = field(default_factory=time.time)
+    _retention: asyncio.Task[None] | None = None
 
     @classmethod
     def build(
@@ -130,6 +131,22 @@ class Service:
         self.guard.ready = True
         if self.alerts is not None:
             self.alerts.start()
+        if self.config.retention_days is not None:
+            self._retention = asyncio.get_running_loop().create_task(self._retain())
+
+    async def _retain(self) -> None:
+        """Retention by age: prune at start, then hourly (a retention record is chained)."""
+        assert self.config.retention_days is not None
+        while True:
+            try:
+                deleted = await asyncio.to_thread(
+                    self.store.prune, self.config.retention_days * 86400
+                )
+                if deleted:
+                    _log.info("retention: deleted %d audit record(s)", deleted)
+            except Exception as exc:
+                _log.error("retention failed: %s", exc)
+            await asyncio.sleep(3600)
 
     def stats(self, window_s: float) -> dict[str, Any]:
         """The rolling metrics document of ``GET /v1/stats``."""
@@ -147,6 +164,8 @@ class Service:
         """Graceful shutdown: warn checks finish, the audit log is flushed, pools closed."""
         if self.alerts is not None:
             await self.alerts.stop()
+        if self._retention is not None:
+            self._retention.cancel()
         await self.guard.drain()
         await asyncio.to_thread(self.writer.close)
         if self.upstream is not None:
