@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Request
 
 from shieldbench.service._edges import ServiceError, key_matches
 from shieldbench.service._state import Service
@@ -20,25 +20,29 @@ def get_service(request: Request) -> Service:
     return service
 
 
-def authorized(
-    request: Request,
-    service: Annotated[Service, Depends(get_service)],
-    authorization: Annotated[str | None, Header()] = None,
-    x_api_key: Annotated[str | None, Header()] = None,
-) -> Service:
-    """API keys: ``Authorization: Bearer KEY`` (or ``x-api-key``, LiteLLM's header)."""
+def _check_key(request: Request, service: Service) -> None:
     if not service.api_keys:
-        return service
-    presented = x_api_key
+        return
+    headers = request.headers
+    presented = headers.get("x-api-key")
+    authorization = headers.get("authorization")
     if authorization is not None and authorization[:7].lower() == "bearer ":
         presented = authorization[7:].strip()
     if not key_matches(presented, service.api_keys):
         raise ServiceError(401, "unauthorized", "missing or invalid API key")
+
+
+def authorized(request: Request) -> Service:
+    """API keys: ``Authorization: Bearer KEY`` (or ``x-api-key``, LiteLLM's header)."""
+    service = get_service(request)
+    _check_key(request, service)
     return service
 
 
-def ready(service: Annotated[Service, Depends(authorized)]) -> Service:
-    """Authorized and warmed up."""
+def ready(request: Request) -> Service:
+    """Authorized and warmed up (one dependency: each level costs per request)."""
+    service = get_service(request)
+    _check_key(request, service)
     if not service.guard.ready:
         raise ServiceError(503, "not_ready", "the defense is still loading")
     return service
