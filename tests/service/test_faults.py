@@ -212,3 +212,20 @@ def test_alert_posts_once_to_the_webhook_with_cooldown_and_is_stored(
     with open_store(server.db) as store:
         stored = store.alerts(source="service")
     assert [a.alert.details["check"] for a in stored] == ["max_error_rate"]
+
+
+@pytest.mark.slow
+def test_server_on_postgresql_survives_kill_9(
+    start_server: Callable[..., Server], postgres_url: str
+) -> None:
+    server = start_server("--defense", "pattern", db=postgres_url)
+    results = asyncio.run(_fire(server.url, [f"{ATTACK} {i}" for i in range(50)], 16))
+    ids = [r.json()["id"] for _, r in results]
+    with server.client() as c:
+        assert c.post("/v1/feedback", json={"id": ids[0], "label": "attack"}).status_code == 200
+        quality = c.get("/v1/stats", params={"window": "1h"}).json()["quality"]
+    assert quality["recall"] == {**quality["recall"], "k": 1, "n": 1}
+    server.process.send_signal(signal.SIGKILL)
+    server.process.wait(10)
+    assert cli("audit", "verify", "--db", postgres_url).returncode == 0
+    assert set(ids) <= set(_audit_ids(postgres_url))
