@@ -19,7 +19,7 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from shieldbench.service._audit import AuditWriter
@@ -147,7 +147,7 @@ class Guard:
         if audit:
             await self.audit.submit(self._body(out, text, cleaned, endpoint, metadata))
         latency_ms = (time.perf_counter() - start) * 1000
-        out = _with_latency(out, latency_ms)
+        out = replace(out, latency_ms=round(latency_ms, 3))
         self._count(out, endpoint, latency_ms)
         if audit and warn_state == "pending":
             self._spawn(self._warn(out.id, cleaned))
@@ -228,9 +228,3 @@ class Guard:
         """Await pending warn checks (graceful shutdown)."""
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=timeout_s)
-
-
-def _with_latency(out: Decision, latency_ms: float) -> Decision:
-    from dataclasses import replace
-
-    return replace(out, latency_ms=round(latency_ms, 3))
