@@ -49,7 +49,7 @@ def test_raising_and_hanging_defense_under_load_fails_closed(
 ) -> None:
     timeout = 0.5
     server = start_server(
-        "--defense", "python(guard_plugins:Faulty, hang=4)", "--timeout", str(timeout)
+        "--defense", "python(guard_plugins:Faulty, hang=10)", "--timeout", str(timeout)
     )
     texts = []
     for i in range(300):
@@ -57,8 +57,13 @@ def test_raising_and_hanging_defense_under_load_fails_closed(
         texts.append(f"{kind} request {i}")
     results = asyncio.run(_fire(server.url, texts, concurrency=32))
     assert all(r.status_code == 200 for _, r in results)
-    slowest = max(elapsed for elapsed, r in results if "HANG" in r.request.content.decode())
-    assert slowest < timeout + 3.0  # timeout plus a margin for a loaded 2-core machine
+    hangs = [elapsed for elapsed, r in results if "HANG" in r.request.content.decode()]
+    fine = sorted(elapsed for elapsed, r in results if "fine" in r.request.content.decode())
+    # The margin: 3 s plus the p99 of the healthy requests in the same run, so that a
+    # starved machine (load 15 on 2 cores during the full suite) is not mistaken for
+    # a request that waited on the hanging defense (10 s).
+    margin = 3.0 + fine[int(0.99 * (len(fine) - 1))]
+    assert max(hangs) < timeout + margin
     bodies = [r.json() for _, r in results]
     faults = [b for b, t in zip(bodies, texts, strict=True) if "RAISE" in t or "HANG" in t]
     assert len(faults) == 33
