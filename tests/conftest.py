@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,3 +24,17 @@ def shared_datasets() -> Path:
     if not SHARED_DATASETS.is_dir():
         pytest.skip(f"shared datasets not found at {SHARED_DATASETS}")
     return SHARED_DATASETS
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _python_handles_sigint() -> Iterator[None]:
+    """Ctrl-C tests need Python's SIGINT handler; set it rather than inherit it.
+
+    A test run started in the background (``make test &``, ``nohup``, some CI
+    runners) begins with SIGINT ignored, and then ``_thread.interrupt_main()`` and
+    a real SIGINT do nothing. Subprocesses that must be interruptible restore the
+    default disposition themselves (``preexec_fn`` setting ``SIG_DFL``).
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

@@ -26,7 +26,28 @@ def test_full_config(tmp_path: Path) -> None:
     assert cfg.run.error_policy == "exclude"
     assert cfg.run.batch_size == 8
     assert cfg.margin == 0.05
-    assert cfg.out == Path("reports/x")
+    assert cfg.out == tmp_path / "reports/x"  # relative to the config file, not the cwd
+
+
+def test_relative_paths_resolve_against_the_config_file(tmp_path: Path) -> None:
+    folder = tmp_path / "bench"
+    folder.mkdir()
+    (folder / "data.jsonl").write_text('{"text": "hi", "label": "benign"}\n', encoding="utf-8")
+    path = folder / "b.yaml"
+    path.write_text(
+        "defenses: [pattern]\n"
+        "datasets: [jsonl:data.jsonl, 'csv(more.csv, text=prompt)', builtin:smoke,"
+        f" 'jsonl:{tmp_path}/abs.jsonl']\nout: out\n",
+        encoding="utf-8",
+    )
+    cfg = load_config(path)
+    assert cfg.datasets == (
+        f"jsonl:{folder}/data.jsonl",
+        f"csv({folder}/more.csv, text=prompt)",
+        "builtin:smoke",
+        f"jsonl:{tmp_path}/abs.jsonl",
+    )
+    assert cfg.out == folder / "out"
 
 
 @pytest.mark.parametrize(

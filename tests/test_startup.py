@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-HEAVY = ("scipy", "matplotlib", "datasketch", "pyarrow", "torch")
+HEAVY = ("scipy", "matplotlib", "datasketch", "pyarrow", "torch", "ray")
 # Each entry point and what it must not import (on top of HEAVY).
 ENTRY_POINTS = {
     "shieldbench": ("jinja2", "yaml", "numpy", "httpx", "aiohttp", "sklearn"),

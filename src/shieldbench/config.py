@@ -19,9 +19,19 @@ file under version control::
       batch_size: 32
     margin: 0.1          # warn when a category is too small for this CI half-width
     out: reports/nightly # where the reports go (default reports/<id>/)
+    end_to_end:          # optional: send what the defense lets through to a model
+      target: llm:ollama/llama3.2
+      judges: [refusal, leak]
+      rule: any                    # any | all | majority
+      output_defenses: [secrets]   # screen the answers too
+      system_prompt: null          # text or @FILE; default: a prompt with a canary
+      screen: text                 # text | last_user | user_turns | tool_results | all
 
-Relative paths inside dataset specs are resolved against the current directory,
-like paths on the command line. Unknown keys are errors (a typo must not silently
+Relative paths in a config file are resolved against the folder of the config
+file (not the current directory), so a benchmark runs the same from anywhere:
+``out:`` and the file of a file dataset (``jsonl:``, ``csv:``, ``parquet:``,
+``pint:``, ``hf-disk:``, in either spec form). On the command line, paths are
+relative to the current directory as usual. Unknown keys are errors (a typo must not silently
 change a benchmark).
 
 Example:
@@ -33,17 +43,20 @@ Example:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from shieldbench._textio import read_text_input
 from shieldbench.errors import ConfigError
 from shieldbench.types import RunConfig
 
 __all__ = ["BenchmarkConfig", "load_config", "parse_config"]
 
-_TOP_KEYS = frozenset({"defenses", "datasets", "run", "margin", "out"})
+_TOP_KEYS = frozenset({"defenses", "datasets", "run", "margin", "out", "end_to_end"})
+_E2E_KEYS = frozenset({"target", "judges", "rule", "output_defenses", "system_prompt", "screen"})
 _FLOAT_FIELDS = frozenset({"timeout_s", "retry_backoff_s"})
 _INT_FIELDS = frozenset({"concurrency", "retries", "warmup", "batch_size"})
 
@@ -57,6 +70,7 @@ class BenchmarkConfig:
     run: RunConfig = field(default_factory=RunConfig)
     margin: float = 0.1
     out: Path | None = None
+    end_to_end: Mapping[str, Any] | None = None
 
 
 def _spec_list(data: Mapping[str, Any], key: str, source: str) -> tuple[str, ...]:
@@ -106,6 +120,33 @@ def _run_config(raw: Any, source: str) -> RunConfig:
         raise ConfigError(f"{source}: run: {exc}") from None
 
 
+def _end_to_end(raw: Any, source: str) -> Mapping[str, Any] | None:
+    """The ``end_to_end:`` section, checked for shape (the specs are built by ``run``)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{source}: 'end_to_end:' must be a mapping (target:, judges:, ...)")
+    unknown = sorted(set(map(str, raw)) - _E2E_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{source}: unknown end_to_end key(s) {', '.join(unknown)};"
+            f" allowed: {', '.join(sorted(_E2E_KEYS))}"
+        )
+    if not isinstance(raw.get("target"), str):
+        raise ConfigError(f"{source}: end_to_end.target must be a target spec string")
+    out: dict[str, Any] = {"target": raw["target"]}
+    for key in ("judges", "output_defenses"):
+        if raw.get(key) is not None:
+            out[key] = _spec_list(raw, key, f"{source}: end_to_end")
+    for key in ("rule", "system_prompt", "screen"):
+        value = raw.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"{source}: end_to_end.{key} must be a string, got {value!r}")
+        if value is not None:
+            out[key] = value
+    return out
+
+
 def parse_config(data: Any, *, source: str = "<config>") -> BenchmarkConfig:
     """Validate a parsed YAML mapping into a :class:`BenchmarkConfig`."""
     if not isinstance(data, Mapping):
@@ -128,16 +169,14 @@ def parse_config(data: Any, *, source: str = "<config>") -> BenchmarkConfig:
         run=_run_config(data.get("run"), source),
         margin=float(margin),
         out=None if out is None else Path(out),
+        end_to_end=_end_to_end(data.get("end_to_end"), source),
     )
 
 
 def load_config(path: str | Path) -> BenchmarkConfig:
     """Read and validate a YAML config file; errors name the file (and line for YAML)."""
     source = Path(path)
-    try:
-        text = source.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{source}: config file not found") from None
+    text = read_text_input(source, error=ConfigError, what="config file")
     import yaml  # on first use: not every command reads a config
 
     try:
@@ -147,4 +186,49 @@ def load_config(path: str | Path) -> BenchmarkConfig:
         where = f"{source}:{mark.line + 1}" if mark is not None else str(source)
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"{where}: invalid YAML ({problem})") from None
-    return parse_config(data, source=str(source))
+    cfg = parse_config(data, source=str(source))
+    base = source.parent
+    return replace(
+        cfg,
+        datasets=tuple(_rebase(spec, base) for spec in cfg.datasets),
+        out=None if cfg.out is None else _join(base, str(cfg.out)),  # absolute stays as is
+    )
+
+
+_FILE_LOADERS = ("jsonl", "csv", "parquet", "pint", "hf-disk")
+
+
+def _join(base: Path, path: str) -> Path:
+    """``base / path`` with ``..`` folded (``configs/../reports`` -> ``reports``)."""
+    return Path(os.path.normpath(base / path))
+
+
+def _rebase(spec: str, base: Path) -> str:
+    """``spec`` with the relative file path of a file dataset made relative to ``base``.
+
+    >>> _rebase("jsonl:data/x.jsonl", Path("configs")), _rebase("builtin:core", Path("c"))
+    ('jsonl:configs/data/x.jsonl', 'builtin:core')
+    >>> _rebase("csv(d.csv, text=prompt)", Path("c"))
+    'csv(c/d.csv, text=prompt)'
+    """
+    for name in _FILE_LOADERS:
+        if spec.startswith(name + ":"):
+            path = spec[len(name) + 1 :]
+            if path and not Path(path).is_absolute():
+                return f"{name}:{_join(base, path)}"
+            return spec
+        if spec.startswith(name + "("):
+            body = spec[len(name) + 1 :]
+            first, sep, rest = body.partition(",")
+            if not sep:
+                first, sep, rest = body.rpartition(")")[0], ")", ""
+                rest = ""
+            path = first.strip().strip("'\"")
+            if not path or "=" in first or Path(path).is_absolute():
+                return spec
+            joined = str(_join(base, path))
+            if any(c in joined for c in ",()=[]'\" "):
+                joined = "'" + joined + "'"
+            new = f"{name}({joined}"
+            return new + ("," + rest if sep == "," else ")")
+    return spec

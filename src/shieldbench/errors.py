@@ -89,7 +89,13 @@ class DatasetError(ShieldbenchError):
 
 
 class DefenseError(ShieldbenchError):
-    """A defense failed to produce a verdict for a text."""
+    """A defense failed to produce a verdict for a text.
+
+    ``timed_out`` is true when it failed because its own request timed out (e.g. an
+    HTTP read timeout): the engine records such a failure as a ``timeout`` outcome.
+    """
+
+    timed_out: bool = False
 
 
 class TransientDefenseError(DefenseError):

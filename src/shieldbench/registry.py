@@ -221,7 +221,10 @@ class _LazyEntryPoint:
 
 
 defenses: Registry[Any] = Registry(
-    "defense", "shieldbench.defenses", builtin_modules=("shieldbench.defenses._builtin",)
+    "defense",
+    "shieldbench.defenses",
+    # output-side detectors (secrets, pii, leak, refusal) live in shieldbench.judges
+    builtin_modules=("shieldbench.defenses._builtin", "shieldbench.judges._defenses"),
 )
 datasets: Registry[Any] = Registry(
     "dataset", "shieldbench.datasets", builtin_modules=("shieldbench.datasets._builtin",)

@@ -2,7 +2,9 @@
 
 A run file is self-contained: defense, dataset (with content hash), config,
 environment, every sample and every outcome. ``shieldbench report`` and
-``shieldbench compare`` read these files.
+``shieldbench compare`` read these files. A path ending in ``.parquet`` holds the
+same run in columnar form (one row per sample and outcome, written and read in row
+groups; see :mod:`shieldbench._runparquet`): the CLI writes it for large runs.
 
 Example:
     >>> import tempfile, pathlib
@@ -20,13 +22,12 @@ Example:
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from shieldbench._textio import read_text_input, write_text_atomic
 from shieldbench.errors import RunError
 from shieldbench.types import DatasetInfo, DefenseInfo, Outcome, Run, RunConfig, Sample
 
@@ -49,11 +50,24 @@ def run_to_dict(run: Run) -> dict[str, Any]:
         "finished": run.finished.isoformat(),
         "samples": [s.to_dict() for s in run.samples],
         "outcomes": [o.to_dict() for o in run.outcomes],
-    }
+    } | ({"end_to_end": _plain(run.end_to_end)} if run.end_to_end else {})
+
+
+def _plain(value: Any) -> Any:
+    """Read-only mappings and tuples as JSON-ready dicts and lists."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 def run_from_dict(data: Mapping[str, Any], *, source: str = "<dict>") -> Run:
     """Rebuild a run from :func:`run_to_dict` output; :class:`RunError` on bad input."""
+    kind = data.get("kind", "shieldbench.run")
+    if kind != "shieldbench.run":
+        hint = " (render it with `shieldbench report`)" if kind == "shieldbench.attack" else ""
+        raise RunError(f"{source}: a {kind!r} file, not a run file (runs/*.json){hint}")
     version = data.get("schema_version")
     if version != RUN_SCHEMA_VERSION:
         raise RunError(
@@ -72,6 +86,7 @@ def run_from_dict(data: Mapping[str, Any], *, source: str = "<dict>") -> Run:
             finished=datetime.fromisoformat(data["finished"]),
             environment=data.get("environment") or {},
             schema_version=int(version),
+            end_to_end=data.get("end_to_end") or {},
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise RunError(
@@ -80,29 +95,28 @@ def run_from_dict(data: Mapping[str, Any], *, source: str = "<dict>") -> Run:
 
 
 def save_run(run: Run, path: str | Path) -> Path:
-    """Write ``run`` to ``path`` atomically (temp file + rename); returns the path."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".run-", suffix=".json", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(run_to_dict(run), fh, ensure_ascii=False, indent=1)
-            fh.write("\n")
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a run file is meant to be shared
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    """Write ``run`` to ``path`` atomically and durably; returns the path.
+
+    Through :func:`shieldbench._textio.write_text_atomic`: temp file, fsync, rename,
+    mode 0644, text UTF-8 cannot encode written as ``\\u`` escapes, secrets masked.
+    Parquet when ``path`` ends in ``.parquet`` (see :mod:`shieldbench._runparquet`).
+    """
+    if Path(path).suffix == ".parquet":
+        from shieldbench._runparquet import save_run_parquet
+
+        return save_run_parquet(run, path)
+    text = json.dumps(run_to_dict(run), ensure_ascii=False, indent=1) + "\n"
+    return write_text_atomic(path, text)
 
 
 def load_run(path: str | Path) -> Run:
-    """Read a run file written by :func:`save_run`."""
+    """Read a run file written by :func:`save_run` (JSON, or Parquet by its suffix)."""
     source = Path(path)
-    try:
-        text = source.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RunError(f"{source}: no such run file") from None
+    if source.suffix == ".parquet":
+        from shieldbench._runparquet import load_run_parquet
+
+        return load_run_parquet(source, schema_version=RUN_SCHEMA_VERSION)
+    text = read_text_input(source, error=RunError, what="run file")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -16,11 +16,13 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Literal, get_args
+
+from shieldbench._views import RecordView, ZipView
 
 __all__ = [
     "ERROR_POLICIES",
@@ -84,8 +86,11 @@ class Sample:
     tier: Tier | None = None
     source: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, compare=False)
+    messages: tuple[Mapping[str, str], ...] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
+        if self.messages is not None:
+            object.__setattr__(self, "messages", _check_messages(self.id, self.messages))
         if self.label not in LABELS:
             raise ValueError(
                 f"Sample {self.id!r}: label must be one of {LABELS}, got {self.label!r}"
@@ -113,7 +118,7 @@ class Sample:
             "tier": self.tier,
             "source": self.source,
             "metadata": dict(self.metadata),
-        }
+        } | ({} if self.messages is None else {"messages": [dict(m) for m in self.messages]})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Sample:
@@ -127,7 +132,33 @@ class Sample:
             tier=data.get("tier"),
             source=data.get("source"),
             metadata=data.get("metadata") or {},
+            messages=data.get("messages"),
         )
+
+
+MESSAGE_ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
+
+
+def _check_messages(sample_id: str, messages: Any) -> tuple[Mapping[str, str], ...]:
+    """A conversation as read-only ``{"role", "content"}`` mappings, checked."""
+    if isinstance(messages, str | bytes) or not hasattr(messages, "__iter__"):
+        raise ValueError(f"Sample {sample_id!r}: messages must be a list of {{role, content}}")
+    checked = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping):
+            raise ValueError(f"Sample {sample_id!r}: messages[{i}] is not an object")
+        role, content = m.get("role"), m.get("content")
+        if role not in MESSAGE_ROLES:
+            raise ValueError(
+                f"Sample {sample_id!r}: messages[{i}].role must be one of {MESSAGE_ROLES},"
+                f" got {role!r}"
+            )
+        if not isinstance(content, str):
+            raise ValueError(f"Sample {sample_id!r}: messages[{i}].content must be a string")
+        checked.append(MappingProxyType({"role": role, "content": content}))
+    if not checked:
+        raise ValueError(f"Sample {sample_id!r}: messages is empty")
+    return tuple(checked)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,8 +229,11 @@ class Outcome:
     error: str | None = None
     latency_ms: float | None = None
     attempts: int = 1
+    end_to_end: Mapping[str, Any] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
+        if self.end_to_end is not None:
+            object.__setattr__(self, "end_to_end", _frozen_mapping(self.end_to_end))
         if self.status not in STATUSES:
             raise ValueError(f"Outcome.status must be one of {STATUSES}, got {self.status!r}")
         if self.status == "ok" and self.verdict is None:
@@ -221,7 +255,7 @@ class Outcome:
             "error": self.error,
             "latency_ms": self.latency_ms,
             "attempts": self.attempts,
-        }
+        } | ({} if self.end_to_end is None else {"end_to_end": dict(self.end_to_end)})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Outcome:
@@ -233,6 +267,7 @@ class Outcome:
             error=data.get("error"),
             latency_ms=data.get("latency_ms"),
             attempts=int(data.get("attempts", 1)),
+            end_to_end=data.get("end_to_end"),
         )
 
 
@@ -354,23 +389,29 @@ class Run:
     defense: DefenseInfo
     dataset: DatasetInfo
     config: RunConfig
-    samples: tuple[Sample, ...]
-    outcomes: tuple[Outcome, ...]
+    samples: Sequence[Sample]
+    outcomes: Sequence[Outcome]
     started: datetime
     finished: datetime
     environment: Mapping[str, str] = field(default_factory=lambda: _EMPTY, compare=False)
     schema_version: int = 1
+    end_to_end: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "samples", tuple(self.samples))
-        object.__setattr__(self, "outcomes", tuple(self.outcomes))
+        object.__setattr__(self, "end_to_end", _frozen_mapping(self.end_to_end))
+        # Record views (a Parquet run file's rows) stay columnar; each row holds one id
+        # for its sample and its outcome, so they are aligned by construction.
+        lazy = isinstance(self.samples, RecordView) and isinstance(self.outcomes, RecordView)
+        if not lazy:
+            object.__setattr__(self, "samples", tuple(self.samples))
+            object.__setattr__(self, "outcomes", tuple(self.outcomes))
         object.__setattr__(self, "environment", _frozen_mapping(self.environment))
         if len(self.samples) != len(self.outcomes):
             raise ValueError(
                 f"Run {self.id!r}: {len(self.outcomes)} outcomes for {len(self.samples)} samples;"
                 " a run needs exactly one outcome per sample"
             )
-        for i, (s, o) in enumerate(zip(self.samples, self.outcomes, strict=True)):
+        for i, (s, o) in enumerate(() if lazy else zip(self.samples, self.outcomes, strict=True)):
             if s.id != o.sample_id:
                 raise ValueError(
                     f"Run {self.id!r}: outcome {i} is for sample {o.sample_id!r}"
@@ -381,6 +422,8 @@ class Run:
     def duration_s(self) -> float:
         return (self.finished - self.started).total_seconds()
 
-    def pairs(self) -> tuple[tuple[Sample, Outcome], ...]:
-        """``(sample, outcome)`` pairs in dataset order."""
+    def pairs(self) -> Sequence[tuple[Sample, Outcome]]:
+        """``(sample, outcome)`` pairs in dataset order (made as read for a columnar run)."""
+        if isinstance(self.samples, RecordView):
+            return ZipView(self.samples, self.outcomes)
         return tuple(zip(self.samples, self.outcomes, strict=True))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,7 +18,7 @@ from shieldbench.attacks import (
     write_jsonl,
 )
 from shieldbench.datasets import Dataset, load_dataset
-from shieldbench.errors import ConfigError
+from shieldbench.errors import ConfigError, DatasetError
 from shieldbench.types import Sample
 
 PARENT = Dataset(
@@ -87,12 +86,10 @@ def test_written_variants_load_back_with_jsonl(texts: list[str], seed: int) -> N
     assert loaded.content_hash == variants.content_hash
 
 
-def test_lone_surrogates_are_written_as_escapes(tmp_path: Path) -> None:
-    # Dataset cannot hash a lone surrogate yet, so the hash is given here.
-    data = Dataset("p", (Sample("x", "half \ud800 surrogate", "attack"),), "sha256:given")
-    path = write_jsonl(data, tmp_path / "x.jsonl")
-    assert "\\ud800" in path.read_text(encoding="utf-8")
-    assert json.loads(path.read_text(encoding="utf-8"))["text"] == "half \ud800 surrogate"
+def test_lone_surrogates_are_refused_by_the_dataset() -> None:
+    # Text UTF-8 cannot encode never becomes a dataset, so no writer meets it in samples.
+    with pytest.raises(DatasetError, match=r"field 'text'.*lone surrogate"):
+        Dataset("p", (Sample("x", "half \ud800 surrogate", "attack"),), "sha256:given")
 
 
 def test_bypasses_become_an_adaptive_tier(toys: SimpleNamespace, tmp_path: Path) -> None:

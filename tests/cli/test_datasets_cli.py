@@ -81,14 +81,14 @@ def test_validate_ok_and_error_exit_codes(tmp_path: Path, data: Path) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_text("prompt,kind\nhello,safe\nbye,weird\n")
     mapped = runner.invoke(app, ["datasets", "validate", str(bad), "-o", "label=kind"])
-    assert mapped.exit_code == 1
+    assert mapped.exit_code == 2  # bad input (README: errors exit 2)
     assert f"{bad}:3: field 'kind': unknown label value 'weird'" in _flat(mapped.output)
     fixed = runner.invoke(
         app, ["datasets", "validate", str(bad), "-o", "label=kind", "-o", "attack=weird"]
     )
     assert fixed.exit_code == 0, fixed.output
     malformed = runner.invoke(app, ["datasets", "validate", str(bad), "-o", "label"])
-    assert malformed.exit_code == 1
+    assert malformed.exit_code == 2
     assert "KEY=VALUE" in _flat(malformed.output)
 
 

@@ -166,7 +166,10 @@ def test_errors_are_outcomes_and_the_policy_is_recorded(tmp_path: Path, guard_mo
     out = tmp_path / "err"
     result = runner.invoke(
         app,
-        ["run", "-d", "python:flaky_guard:build", "-D", f"jsonl:{data}", "--out", str(out)],
+        [
+            *("run", "-d", "python:flaky_guard:build", "-D", f"jsonl:{data}", "--out", str(out)),
+            *("--max-error-rate", "1"),  # one of two calls fails on purpose
+        ],
     )
     assert result.exit_code == 0, result.output
     run = load_run(next((out / "runs").glob("*.json")))

@@ -72,8 +72,10 @@ def test_compare_prints_leaderboard_and_verdicts(run_files: list[Path], tmp_path
         ],
         env={"COLUMNS": "250"},
     )
-    assert result.exit_code == 0, result.output
+    # 'weak' is not non-inferior to 'strong': the gate fails, after writing everything.
+    assert result.exit_code == 1, result.output
     out = _flat(result.output)
+    assert "gate failed: 2 of 2 non-inferiority tests" in out
     assert "Leaderboard" in out
     assert "Pairwise" in out
     assert "Non-inferiority" in out

@@ -48,7 +48,7 @@ def test_defaults_ids_metadata_and_category_split(tmp_path: Path) -> None:
     )
     ds = load_dataset(f"jsonl:{path}")
     a, b, c = ds.samples
-    assert (a.id, a.label, a.category, a.subcategory) == ("d:1", "attack", "jailbreak", "dan")
+    assert (a.id, a.label, a.category, a.subcategory) == ("line:1", "attack", "jailbreak", "dan")
     assert (a.severity, a.tier, dict(a.metadata)) == ("high", "known", {"language": "en"})
     assert (b.id, b.text, b.label, b.category) == ("7", "What is 2+2?", "benign", "uncategorized")
     assert (c.label, c.source) == ("benign", "mine")
@@ -311,8 +311,8 @@ def test_pint_lines_and_errors(tmp_path: Path) -> None:
     )
     ds = load_dataset(f"pint:{path}")
     assert [(s.id, s.label, s.category) for s in ds] == [
-        ("p:2", "benign", "chat"),
-        ("p:5", "attack", "prompt_injection"),
+        ("line:2", "benign", "chat"),
+        ("line:5", "attack", "prompt_injection"),
     ]
     path.write_text("- text: hi\n  label: false\n- text: [unclosed\n")
     _expect(f"pint:{path}", line=4, field=None, match="malformed YAML")

@@ -153,7 +153,7 @@ def test_hf_disk_dataset_with_class_labels_and_shards(
     assert [s.text for s in ds] == columns["prompt"]
     assert [s.label for s in ds] == ["benign", "attack", "benign", "attack"]
     assert ds.samples[3].metadata == {"lang": "de"}
-    assert ds.samples[0].id == "ds:1"
+    assert ds.samples[0].id == "row:1"
 
 
 def test_hf_disk_dataset_dict_splits(tmp_path: Path, hf_dataset_dict: Callable[..., Path]) -> None:
@@ -163,7 +163,7 @@ def test_hf_disk_dataset_dict_splits(tmp_path: Path, hf_dataset_dict: Callable[.
     }
     folder = hf_dataset_dict(tmp_path / "dd", splits)
     ds = load_dataset(f"hf-disk({folder}, split=test, label=y, attack=pos, benign=neg)")
-    assert [(s.id, s.text, s.label) for s in ds] == [("dd-test:1", "e f", "attack")]
+    assert [(s.id, s.text, s.label) for s in ds] == [("row-test:1", "e f", "attack")]
     with pytest.raises(DatasetError, match="DatasetDict with splits train, test; choose one"):
         load_dataset(f"hf-disk({folder}, label=y, attack=pos, benign=neg)")
     with pytest.raises(DatasetError, match="no split 'dev'") as info:

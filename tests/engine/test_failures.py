@@ -297,12 +297,18 @@ def test_a_non_verdict_inside_a_batch_fails_only_that_text() -> None:
     assert out[1].error == "TypeError: the defense returned dict, not a Verdict"
 
 
-def test_an_exception_raised_by_the_engine_machinery_is_not_swallowed() -> None:
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_a_defense_calling_sys_exit_is_an_error_outcome_not_the_end_of_the_run(
+    concurrency: int,
+) -> None:
     class Exits:
         name = "exits"
 
         def check(self, text: str) -> Verdict:
-            raise SystemExit(3)
+            if text == "x":
+                raise SystemExit(3)
+            return Verdict(blocked=False)
 
-    with pytest.raises(SystemExit):
-        screen(Exits(), ["x"], config=RunConfig(warmup=0, concurrency=2))
+    out = screen(Exits(), ["x", "y"], config=RunConfig(warmup=0, concurrency=concurrency))
+    assert [o.status for o in out] == ["error", "ok"]
+    assert out[0].error == "DefenseError: the defense raised SystemExit(3)"

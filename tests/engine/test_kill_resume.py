@@ -74,6 +74,9 @@ def start_and_stop(tmp_path: Path, mode: str, concurrency: int, sig: int) -> tup
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Under nohup or a background job SIGINT arrives ignored and the child would
+        # inherit that: give it the default disposition, so Python installs its handler.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         deadline = time.monotonic() + 60

@@ -180,7 +180,7 @@ def reports(hostile_dataset: Path) -> dict[str, Report]:
     }
 
 
-EXPECTED_SVGS = {"run": 6, "comparison": 8, "attack": 2}
+EXPECTED_SVGS = {"run": 8, "comparison": 10, "attack": 2}  # + plane, per-category planes
 EXPECTED_TABLES = {"run": 6, "comparison": 9, "attack": 3}
 
 

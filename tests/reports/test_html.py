@@ -110,12 +110,14 @@ def test_self_contained_and_locked_down(comparison_html: str, attack_html: str) 
 def test_charts_tables_and_sections_are_present(comparison_html: str) -> None:
     page = _parse(comparison_html)
     tags = Counter(tag for tag, _ in page.tags)
-    # per dataset: categories, benign, heat map, ROC, PR; one trade-off per run; latency
-    assert tags["svg"] == 5 + 2 + 1
+    # per dataset: plane, per-category planes, categories, benign, heat map, ROC, PR;
+    # one trade-off per run; latency
+    assert tags["svg"] == 7 + 2 + 1
     assert tags["table"] >= 8
     for section in (
         "overview",
         "summary",
+        "tradeoff",
         "recommendations",
         "categories",
         "comparison",

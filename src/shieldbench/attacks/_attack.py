@@ -15,7 +15,7 @@ from shieldbench.attacks._search import Clock, Search, Target, choose_attacks, s
 from shieldbench.attacks._transfer import transfer_bypasses
 from shieldbench.datasets import Dataset
 from shieldbench.defenses._protocol import Defense, defense_version
-from shieldbench.engine import new_run_id
+from shieldbench.engine import Executor, new_run_id
 from shieldbench.engine._execute import check_defense
 from shieldbench.engine._run import environment
 from shieldbench.errors import ConfigError
@@ -34,6 +34,7 @@ def run_attack(
     defense_spec: str | None = None,
     transfer: Mapping[str, Defense] | None = None,
     on_round: Callable[[RoundSummary], None] | None = None,
+    executor: Executor | None = None,
 ) -> AttackResult:
     """Attack ``defense`` adaptively with the attack samples of ``dataset``.
 
@@ -42,7 +43,9 @@ def run_attack(
     are spent (see :mod:`shieldbench.attacks._search` for the algorithm and what
     the budget counts). Every query goes through :func:`shieldbench.engine.screen`
     with ``config`` (the static pass keeps ``config.warmup``; search rounds use
-    none). ``transfer`` maps spec strings to other defenses; the bypasses found
+    none), on ``executor`` when one is given (a
+    :class:`~shieldbench.engine.RayExecutor` for the attacked defense; transfer
+    replays stay local). ``transfer`` maps spec strings to other defenses; the bypasses found
     are replayed against each (:func:`transfer_bypasses`). ``on_round`` is told
     each round's summary as it ends. The caller owns the defenses (none is
     closed).
@@ -83,7 +86,7 @@ def run_attack(
         )
     started = datetime.now(UTC)
     t0 = time.perf_counter()
-    clock = Clock(defense, config)
+    clock = Clock(defense, config, executor)
     static = clock.screen([s.text for s in attacks], [s.id for s in attacks])
     clock.config = search_config(config)
     targets: list[Target] = []

@@ -9,11 +9,10 @@ renderer of results, from the same ``to_dict()`` form.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from shieldbench._textio import read_text_input, write_text_atomic
 from shieldbench.attacks._result import AttackResult
 from shieldbench.errors import RunError
 
@@ -31,15 +30,7 @@ def format_asr(r: Rate) -> str:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, text)
 
 
 def save_attack(result: AttackResult, path: str | Path) -> Path:
@@ -59,9 +50,7 @@ def load_attack(path: str | Path) -> AttackResult:
     """Read an ``attack.json``; :class:`RunError` naming the file when it is not one."""
     source = Path(path)
     try:
-        data: Any = json.loads(source.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise RunError(f"{source}: cannot read the attack result: {exc.strerror}") from exc
+        data: Any = json.loads(read_text_input(source, error=RunError, what="attack result"))
     except json.JSONDecodeError as exc:
         raise RunError(f"{source}:{exc.lineno}: not valid JSON: {exc.msg}") from exc
     if not isinstance(data, dict):

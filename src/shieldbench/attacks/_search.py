@@ -47,7 +47,7 @@ from shieldbench.attacks._figures import Tally
 from shieldbench.attacks._mutator import Mutator
 from shieldbench.attacks._records import AttackSettings, Bypass, RoundSummary
 from shieldbench.defenses._protocol import Defense
-from shieldbench.engine import screen
+from shieldbench.engine import Executor, screen
 from shieldbench.metrics import rate
 from shieldbench.types import Outcome, RunConfig, Sample
 
@@ -62,15 +62,18 @@ _TRIES = 4
 class Clock:
     """Calls :func:`~shieldbench.engine.screen` and adds up the wall time spent in it."""
 
-    def __init__(self, defense: Defense, config: RunConfig) -> None:
+    def __init__(
+        self, defense: Defense, config: RunConfig, executor: Executor | None = None
+    ) -> None:
         self.defense = defense
         self.config = config
+        self.executor = executor
         self.seconds = 0.0
 
     def screen(self, texts: Sequence[str], ids: Sequence[str]) -> list[Outcome]:
         start = time.perf_counter()
         try:
-            return screen(self.defense, texts, config=self.config, ids=ids)
+            return screen(self.defense, texts, config=self.config, ids=ids, executor=self.executor)
         finally:
             self.seconds += time.perf_counter() - start
 

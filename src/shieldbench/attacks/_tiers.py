@@ -27,13 +27,12 @@ Example:
 from __future__ import annotations
 
 import json
-import os
 import random
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from shieldbench._textio import write_text_atomic
 from shieldbench.attacks._mutator import Mutator, resolve_mutators
 from shieldbench.attacks._result import AttackResult
 from shieldbench.datasets import Dataset
@@ -167,15 +166,5 @@ def write_jsonl(dataset: Dataset, path: str | Path) -> Path:
     Metadata keys that collide with a column name (``id``, ``text``, ``label``,
     ...) or with ``prompt`` cannot survive the flat layout and are left out.
     """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for sample in dataset.samples:
-                fh.write(_json_line(_record(sample)) + "\n")
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    lines = [_json_line(_record(sample)) + "\n" for sample in dataset.samples]
+    return write_text_atomic(path, "".join(lines))

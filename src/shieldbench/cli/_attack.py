@@ -11,7 +11,6 @@ search and the reports are imported inside the commands, so that
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -21,7 +20,12 @@ from rich.text import Text
 
 from shieldbench.attacks import FAMILIES, STRATEGIES, AttackSettings, mutators, resolve_mutators
 from shieldbench.cli._app import app, console, datasets_app, err_console
+from shieldbench.cli._console import echo_json
+from shieldbench.cli._e2e import E2EOptions, attack_end_to_end, build_plan, close_plan
+from shieldbench.cli._guards import single, unique_specs
+from shieldbench.cli._outpaths import check_out_dir, check_out_file
 from shieldbench.cli._report import print_report_paths
+from shieldbench.cli._scale import ExecutorOption, RayAddressOption, WorkersOption, make_executor
 from shieldbench.datasets import load_dataset
 from shieldbench.defenses import Defense, build_defense
 from shieldbench.errors import ConfigError
@@ -74,13 +78,20 @@ def _summary(result: AttackResult) -> Table:
 
 @app.command("attack")
 def attack(
-    defense: Annotated[str, typer.Option("--defense", "-d", help="Defense spec to attack.")],
+    defense: Annotated[
+        list[str] | None,
+        typer.Option("--defense", "-d", help="Defense spec to attack (one; required)."),
+    ] = None,
     dataset: Annotated[
-        str, typer.Option("--dataset", "-D", help="Dataset spec; its attack samples are used.")
-    ],
+        list[str] | None,
+        typer.Option(
+            "--dataset", "-D", help="Dataset spec; its attack samples are used (one; required)."
+        ),
+    ] = None,
     out: Annotated[
-        Path, typer.Option(help="Report folder (attack.json, bypasses.jsonl, report.*).")
-    ],
+        Path | None,
+        typer.Option(help="Report folder (attack.json, bypasses.jsonl, report.*; required)."),
+    ] = None,
     budget: Annotated[
         int, typer.Option(min=0, help="Search queries allowed (static pass not counted).")
     ] = 1000,
@@ -119,9 +130,31 @@ def attack(
             min=0, help="Example bypasses per attack category in report.md (HTML, JSON: more)."
         ),
     ] = 5,
+    target_model: Annotated[
+        str | None,
+        typer.Option(
+            "--target", help="End to end: send the bypasses to this model (openai:MODEL@URL...)."
+        ),
+    ] = None,
+    judge: Annotated[
+        list[str] | None, typer.Option("--judge", help="End to end: judge (repeatable).")
+    ] = None,
+    judge_rule: Annotated[str, typer.Option(help="any, all or majority.")] = "any",
+    output_defense: Annotated[
+        list[str] | None,
+        typer.Option("--output-defense", help="End to end: screen the answers (repeatable)."),
+    ] = None,
+    system_prompt: Annotated[
+        str | None, typer.Option(help="End to end: system prompt text or @FILE.")
+    ] = None,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
+    workers: WorkersOption = None,
 ) -> None:
     """Attack a defense adaptively: mutate the attacks it blocks until they get through,
-    within a query budget; report static vs adaptive ASR, ASR per query, what worked."""
+    within a query budget; report static vs adaptive ASR, ASR per query, what worked.
+    With --target and --judge, the bypasses are then sent to the model and judged
+    (end_to_end.json)."""
     from shieldbench.attacks import (
         bypasses_dataset,
         format_asr,
@@ -131,12 +164,26 @@ def attack(
     )
     from shieldbench.reports import build_report, write_reports
 
+    spec = single(defense, option="--defense", what="defense")
+    data_spec = single(dataset, option="--dataset", what="dataset")
+    if out is None:
+        raise ConfigError("missing option --out: name the report folder")
+    check_out_dir(out, option="--out")  # before the data is loaded or a query is sent
+    transfer = list(unique_specs(transfer or [], option="--transfer"))
     if strategy not in STRATEGIES:
         raise ConfigError(f"--strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
     if error_policy not in ERROR_POLICIES:
         raise ConfigError(
             f"--error-policy {error_policy!r}: choose one of {', '.join(ERROR_POLICIES)}"
         )
+    e2e = E2EOptions(
+        target_model,
+        judge or [],
+        rule=judge_rule,
+        output_defenses=output_defense or [],
+        system_prompt=system_prompt,
+    )
+    plan = build_plan(e2e)  # specs checked before the attack spends its budget
     names = tuple(m.name for m in resolve_mutators(mutator_names))
     settings = AttackSettings(
         budget=budget,
@@ -156,15 +203,16 @@ def attack(
         warmup=0,
         batch_size=batch_size,
     )
-    data = load_dataset(dataset)
+    pool = make_executor(executor, spec, address=ray_address, workers=workers)
+    data = load_dataset(data_spec)
     built: list[Defense] = []
     try:
-        target = build_defense(defense)
+        target = build_defense(spec)
         built.append(target)
         others: dict[str, Defense] = {}
-        for spec in transfer or []:
-            others[spec] = build_defense(spec)
-            built.append(others[spec])
+        for other in transfer:
+            others[other] = build_defense(other)
+            built.append(others[other])
 
         def report(r: RoundSummary) -> None:
             err_console.print(
@@ -178,17 +226,27 @@ def attack(
             data,
             settings=settings,
             config=config,
-            defense_spec=defense,
+            defense_spec=spec,
             transfer=others,
             on_round=report,
+            executor=pool,
         )
     finally:
+        if pool is not None:
+            pool.close()
         _close(built)
     console.print(_summary(result))
     paths = {
         "attack": save_attack(result, out / "attack.json"),
         "bypasses": write_jsonl(bypasses_dataset(result), out / "bypasses.jsonl"),
     }
+    if plan is not None:
+        try:
+            e2e_file = attack_end_to_end(bypasses_dataset(result), plan, config, out, spec)
+        finally:
+            close_plan(plan)
+        if e2e_file is not None:
+            paths["end to end"] = e2e_file
     for kind, path in paths.items():
         console.print(f"{kind:>9}: {path}", highlight=False)
     print_report_paths(write_reports(build_report([], attack=result, examples=examples), out))
@@ -205,7 +263,7 @@ def list_mutators(
         raise ConfigError(f"--family {family!r}: choose one of {', '.join(FAMILIES[:-1])}")
     chosen = [m for m in mutators if family is None or m.family == family]
     if as_json:
-        typer.echo(json.dumps([m.to_dict() for m in chosen], indent=2))
+        echo_json([m.to_dict() for m in chosen])
         return
     table = Table(title=f"{len(chosen)} mutators")
     for column in ("name", "family", "keeps payload", "reversible", "random", "description"):
@@ -236,11 +294,13 @@ def mutate(
     tier: Annotated[str, typer.Option(help=f"Tier of the variants: {', '.join(TIERS)}.")] = (
         "adaptive"
     ),
+    force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
 ) -> None:
     """Write a dataset of mutated variants (one per sample and mutator), each labelled
     with its parent id and mutator, e.g. an encoding or paraphrased tier of a suite."""
     from shieldbench.attacks import mutate_dataset, write_jsonl
 
+    check_out_file(out, option="--out", force=force)
     variants = mutate_dataset(
         load_dataset(spec), mutator_names, seed=seed, only_attacks=only_attacks, tier=tier
     )

@@ -31,7 +31,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from shieldbench._textio import write_text_atomic
 from shieldbench.cli._app import app, console, err_console
+from shieldbench.cli._outpaths import check_out_file
 from shieldbench.cli._stats import format_rate
 from shieldbench.errors import ConfigError
 from shieldbench.runio import load_run
@@ -215,6 +217,8 @@ def calibrate(
     if method not in INTERVAL_METHODS:
         raise ConfigError(f"--method {method!r}: choose one of {', '.join(INTERVAL_METHODS)}")
     options: dict[str, Any] = {"policy": policy, "confidence": confidence, "method": method}
+    if json_out is not None:
+        check_out_file(json_out, option="--json")
 
     cal_run = load_run(run)
     _require_scores(cal_run, run)
@@ -302,9 +306,6 @@ def calibrate(
         data["policy"] = policy_data
 
     if json_out is not None:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(
-            json.dumps(data, indent=1, allow_nan=False, ensure_ascii=False) + "\n",
-            encoding="utf-8",
-        )
+        text = json.dumps(data, indent=1, allow_nan=False, ensure_ascii=False) + "\n"
+        write_text_atomic(json_out, text)
         console.print(f"Calibration written to {escape(str(json_out))}", highlight=False)

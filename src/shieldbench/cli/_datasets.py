@@ -6,7 +6,6 @@ library function whose result can also be had as JSON (``--json``).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,7 +13,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from shieldbench.cli._app import console, datasets_app, err_console
+from shieldbench.cli._app import EXIT_BAD_INPUT, console, datasets_app, err_console
+from shieldbench.cli._console import echo_json
 from shieldbench.datasets import (
     Dataset,
     builtin_suites,
@@ -46,7 +46,7 @@ _MAPPING_HELP = Text(
 
 
 def _echo_json(data: Any) -> None:
-    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    echo_json(data)
 
 
 def _snippet(text: str, width: int = 100) -> str:
@@ -198,12 +198,12 @@ def validate(
     ] = [],  # noqa: B006 - typer reads the default, never mutates it
     margin: Annotated[float, typer.Option(help="Margin for sample-size warnings.")] = 0.1,
 ) -> None:
-    """Check a data file: exit 0 with a summary, or exit 1 with FILE:LINE: field error."""
+    """Check a data file: exit 0 with a summary, or exit 2 with FILE:LINE: field error."""
     try:
         ds = load_file(file, options=_parse_options(option))
     except (DatasetError, ConfigError) as exc:
-        err_console.print(Text(f"invalid: {exc}", style="bold red"))
-        raise typer.Exit(1) from None
+        err_console.print(Text(f"invalid: {exc}", style="bold red"), soft_wrap=True)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
     counts = ds.label_counts()
     console.print(
         Text(
@@ -281,7 +281,7 @@ def sample(
     ds = sample_dataset(load_dataset(spec), n, seed=seed, label=label)
     if as_json:
         for s in ds:
-            typer.echo(json.dumps(s.to_dict(), ensure_ascii=False))
+            echo_json(s.to_dict(), indent=None)
         return
     table = Table(title=Text(ds.name), show_lines=True)
     for col in ("id", "label", "category", "text"):

@@ -7,7 +7,6 @@ registered defense (availability, usage, description, install hint, example spec
 
 from __future__ import annotations
 
-import json
 import sys
 from time import perf_counter
 from typing import Annotated, Any
@@ -16,7 +15,9 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from shieldbench._redact import redact
 from shieldbench.cli._app import app, console, defenses_app
+from shieldbench.cli._console import echo_json
 from shieldbench.defenses import Defense, build_defense, defense_version, registry
 
 __all__: list[str] = []
@@ -25,7 +26,7 @@ _JSON = Annotated[bool, typer.Option("--json", help="Print JSON instead of a tab
 
 
 def _echo_json(data: Any) -> None:
-    typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    echo_json(data)
 
 
 @defenses_app.command("list")
@@ -49,6 +50,38 @@ def list_defenses(as_json: _JSON = False) -> None:
             ]
         )
         return
+    if console.width < _TABLE_WIDTH:
+        _print_compact(plugins)
+    else:
+        _print_table(plugins)
+    console.print(
+        Text(
+            "Compose them: any(a, b), all(a, b), vote(a, b, c, k=2), fuse(a, b, weights=0.7|0.3),"
+            " tiered(fast, deep), dual(inline, warn), fail_closed(d, timeout=2), preprocess(d),"
+            ' dedup(d). Try one: shieldbench check "some text" --defense SPEC'
+        )
+    )
+
+
+_TABLE_WIDTH = 140  # narrower terminals get one block per defense: specs are never cut
+
+
+def _print_compact(plugins: list[Any]) -> None:
+    """One block per defense; spec strings on their own lines, whole (no mid-word fold)."""
+    for p in plugins:
+        missing = p.missing_module()
+        status = "available" if missing is None else f"not available ({missing})"
+        console.print(Text(f"{p.name}  [{status}]", style="bold"))
+        console.print(Text(f"  {p.description}"))
+        lines = [("usage", p.usage), ("example", p.example if missing is None else None)]
+        if missing is not None:
+            lines.append(("install", p.install_hint or f"the package providing {missing}"))
+        for label, value in lines:
+            if value:
+                console.print(Text(f"  {label}: {value}"), soft_wrap=True)
+
+
+def _print_table(plugins: list[Any]) -> None:
     table = Table(title="Defenses", show_lines=True)
     for col in ("name", "available", "usage", "description", "install / example"):
         table.add_column(col, overflow="fold")
@@ -62,13 +95,6 @@ def list_defenses(as_json: _JSON = False) -> None:
             extra = Text(p.install_hint or f"install the package providing {missing}")
         table.add_row(Text(p.name, style="bold"), status, Text(p.usage), Text(p.description), extra)
     console.print(table)
-    console.print(
-        Text(
-            "Compose them: any(a, b), all(a, b), vote(a, b, c, k=2), fuse(a, b, weights=0.7|0.3),"
-            " tiered(fast, deep), dual(inline, warn), fail_closed(d, timeout=2), preprocess(d),"
-            ' dedup(d). Try one: shieldbench check "some text" --defense SPEC'
-        )
-    )
 
 
 def _screen(spec: str, defense: Defense, text: str, build_ms: float) -> dict[str, Any]:
@@ -82,9 +108,13 @@ def _screen(spec: str, defense: Defense, text: str, build_ms: float) -> dict[str
     try:
         verdict = defense.check(text)
     except Exception as exc:  # a failing defense is reported, never dropped
-        row.update(status="error", error=f"{type(exc).__name__}: {exc}")
+        # Messages may quote what a server sent back (an echoed header, a URL with a key).
+        row.update(status="error", error=redact(f"{type(exc).__name__}: {exc}"))
     else:
         row.update(status="ok", **verdict.to_dict())
+        if row.get("label") is not None:
+            row["label"] = redact(str(row["label"]))
+        row["reasons"] = [redact(str(r)) for r in row.get("reasons") or ()]
     row["latency_ms"] = round((perf_counter() - start) * 1000.0, 3)
     return row
 

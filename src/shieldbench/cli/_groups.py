@@ -12,8 +12,7 @@ family, as in :func:`~shieldbench.metrics.compare_runs`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.text import Text
@@ -23,11 +22,11 @@ from shieldbench.cli._pairs import metric_row, pairs_table
 from shieldbench.errors import ConfigError
 
 if TYPE_CHECKING:
-    from shieldbench.metrics import GroupComparison, IntervalMethod
+    from shieldbench.metrics import GroupedComparisons, IntervalMethod
     from shieldbench.metrics._paired import Correction
     from shieldbench.types import ErrorPolicy, Run
 
-__all__ = ["GroupedComparisons", "check_dimension", "compare_all_groups", "print_grouped"]
+__all__ = ["check_dimension", "compare_all_groups", "print_grouped"]
 
 
 def check_dimension(by: str) -> str:
@@ -37,26 +36,6 @@ def check_dimension(by: str) -> str:
     if by not in DIMENSIONS:
         raise ConfigError(f"--by {by!r}: choose one of {', '.join(DIMENSIONS)}")
     return by
-
-
-@dataclass(frozen=True, slots=True)
-class GroupedComparisons:
-    """Every pair ``(a, b)`` compared within every group of ``by``, corrected together."""
-
-    by: str
-    alpha: float
-    correction: str
-    tests: int
-    rows: tuple[tuple[str, str, GroupComparison], ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "by": self.by,
-            "alpha": self.alpha,
-            "correction": self.correction,
-            "tests_in_family": self.tests,
-            "comparisons": [{"a": a, "b": b, **g.to_dict()} for a, b, g in self.rows],
-        }
 
 
 def compare_all_groups(
@@ -70,39 +49,21 @@ def compare_all_groups(
     confidence: float,
     method: IntervalMethod,
 ) -> GroupedComparisons:
-    """Per-group paired tests of every pair of ``runs``, with one correction across all."""
-    from shieldbench.metrics import compare_groups
-    from shieldbench.metrics._pairing import corrected, rate_verdicts
+    """Per-group paired tests of every pair of ``runs``, with one correction across all
+    (:func:`~shieldbench.metrics.compare_pairs_by_group`, ``--by`` validated)."""
+    from shieldbench.metrics import compare_pairs_by_group
 
     dimension = check_dimension(by)
-    raw: list[tuple[str, str, GroupComparison]] = []
-    for i in range(len(runs)):
-        for j in range(i + 1, len(runs)):
-            for g in compare_groups(
-                runs[i],
-                runs[j],
-                by=dimension,  # type: ignore[arg-type]
-                alpha=alpha,
-                correction="none",
-                policy=policy,
-                confidence=confidence,
-                method=method,
-            ):
-                raw.append((labels[i], labels[j], g))
-    family: list[float | None] = []
-    for _, _, g in raw:
-        family += [m.test.p_value if m.table.n else None for m in (g.attacks, g.benign)]
-    adjusted = iter(corrected(family, method=correction))
-    rows = tuple(
-        (
-            a,
-            b,
-            replace(g, verdicts=tuple(rate_verdicts(g.attacks, g.benign, adjusted, alpha=alpha))),
-        )
-        for a, b, g in raw
+    return compare_pairs_by_group(
+        runs,
+        labels,
+        by=dimension,  # type: ignore[arg-type]
+        alpha=alpha,
+        correction=correction,
+        policy=policy,
+        confidence=confidence,
+        method=method,
     )
-    tests = sum(p is not None for p in family)
-    return GroupedComparisons(dimension, alpha, correction, tests, rows)
 
 
 def print_grouped(grouped: GroupedComparisons, *, out: Console | None = None) -> None:

@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
+from shieldbench._textio import read_text_input
 from shieldbench.cli._app import app, console
+from shieldbench.cli._outpaths import check_out_dir
 from shieldbench.errors import ConfigError, RunError
 from shieldbench.runio import run_from_dict
 from shieldbench.types import ERROR_POLICIES, Run
@@ -33,7 +35,7 @@ from shieldbench.types import ERROR_POLICIES, Run
 if TYPE_CHECKING:
     from shieldbench.attacks import AttackResult
 
-__all__ = ["output_id", "parse_formats", "print_report_paths"]
+__all__ = ["check_max_fpr", "output_id", "parse_formats", "print_report_paths"]
 
 
 def parse_formats(values: Sequence[str] | None) -> tuple[str, ...]:
@@ -53,6 +55,13 @@ def parse_formats(values: Sequence[str] | None) -> tuple[str, ...]:
     return tuple(chosen)
 
 
+def check_max_fpr(value: float | None) -> float | None:
+    """``--max-fpr`` validated: a fraction strictly between 0 and 1."""
+    if value is not None and not 0.0 < value < 1.0:
+        raise ConfigError(f"--max-fpr {value!r}: give a fraction between 0 and 1, e.g. 0.02")
+    return value
+
+
 def output_id(keys: Sequence[str]) -> str:
     """A short, stable id for a set of inputs (12 hex digits of a SHA-256)."""
     return hashlib.sha256("\n".join(keys).encode("utf-8")).hexdigest()[:12]
@@ -69,12 +78,7 @@ def print_report_paths(paths: dict[str, Path]) -> None:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RunError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise RunError(f"{path}: cannot read it ({exc.strerror})") from None
+    text = read_text_input(path, error=RunError, what="run or attack file")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -90,6 +94,11 @@ def _load(paths: Sequence[Path]) -> tuple[list[Run], AttackResult | None]:
     runs: list[Run] = []
     attack: AttackResult | None = None
     for path in paths:
+        if path.suffix == ".parquet":  # a columnar run file (large runs)
+            from shieldbench.runio import load_run
+
+            runs.append(load_run(path))
+            continue
         data = _read(path)
         kind = data.get("kind")
         if kind == "shieldbench.attack":
@@ -123,7 +132,8 @@ def report(
     out: Annotated[
         Path | None,
         typer.Option(
-            help="Folder for the report files (default: see `shieldbench report --help`)."
+            help="Folder for the report files (default: <input name>-report/ beside a single"
+            " input, else reports/report-<id>/)."
         ),
     ] = None,
     title: Annotated[str | None, typer.Option(help="Report title.")] = None,
@@ -139,6 +149,13 @@ def report(
             help="Read every run under this error policy: fail_closed, fail_open, exclude."
         ),
     ] = None,
+    max_fpr: Annotated[
+        float | None,
+        typer.Option(
+            help="Your policy, FPR at most this (e.g. 0.02): a line on the security / utility"
+            " plane and the target of 'block rate at FPR <= target'."
+        ),
+    ] = None,
 ) -> None:
     """Re-render stored runs as JSON / Markdown / HTML reports and print their paths.
 
@@ -150,6 +167,8 @@ def report(
     formats = parse_formats(fmt)
     if policy is not None and policy not in ERROR_POLICIES:
         raise ConfigError(f"--policy {policy!r}: choose one of {', '.join(ERROR_POLICIES)}")
+    if out is not None:
+        check_out_dir(out, option="--out")  # before reading inputs
     runs, attack = _load(inputs)
     if out is None:
         if len(inputs) == 1:
@@ -157,6 +176,7 @@ def report(
         else:
             keys = [r.id for r in runs] + ([attack.meta.id] if attack is not None else [])
             out = Path("reports") / f"report-{output_id(keys)}"
+    check_out_dir(out, option="--out")
     built = build_report(
         runs,
         title=title,
@@ -164,5 +184,6 @@ def report(
         examples=examples,
         attack=attack,
         policy=policy,  # type: ignore[arg-type]  # checked against ERROR_POLICIES above
+        max_fpr=check_max_fpr(max_fpr),
     )
     print_report_paths(write_reports(built, out, formats=formats))

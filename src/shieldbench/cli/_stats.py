@@ -18,7 +18,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from shieldbench.cli._app import app, console
+from shieldbench._textio import write_text_atomic
+from shieldbench.cli._app import EXIT_CODES_HELP, EXIT_FINDING, app, console, err_console
+from shieldbench.cli._outpaths import check_out_dir, check_out_file
 from shieldbench.cli._pairs import (
     format_estimate,
     format_p,
@@ -27,7 +29,7 @@ from shieldbench.cli._pairs import (
     pairs_table,
     short_verdict,
 )
-from shieldbench.cli._report import output_id, print_report_paths
+from shieldbench.cli._report import check_max_fpr, output_id, print_report_paths
 from shieldbench.errors import ConfigError, StatisticsError
 from shieldbench.runio import load_run
 
@@ -211,14 +213,14 @@ def _run_files(paths: list[Path]) -> list[Path]:
             files.append(path)
             continue
         folder = path / "runs" if (path / "runs").is_dir() else path
-        found = sorted(folder.glob("*.json"))
+        found = sorted([*folder.glob("*.json"), *folder.glob("*.parquet")])
         if not found:
             raise ConfigError(f"{path}: a folder without run files (*.json or runs/*.json)")
         files.extend(found)
     return files
 
 
-@app.command("compare")
+@app.command("compare", epilog=EXIT_CODES_HELP)
 def compare(
     runs: Annotated[
         list[Path],
@@ -259,15 +261,25 @@ def compare(
             " source (one correction across all groups and pairs; in --json as by_group)."
         ),
     ] = None,
+    max_fpr: Annotated[
+        float | None,
+        typer.Option(help="Your policy, FPR at most this (e.g. 0.02), drawn in the reports."),
+    ] = None,
 ) -> None:
     """Leaderboard and paired significance tests of runs on the same dataset; writes the
     JSON, Markdown and HTML reports and prints their paths."""
+    from shieldbench.cli._e2e import print_end_to_end, print_profile_drift
     from shieldbench.cli._groups import check_dimension, compare_all_groups, print_grouped
     from shieldbench.metrics import compare_runs
     from shieldbench.reports import build_report, write_reports
 
     if by is not None:
         check_dimension(by)
+    check_max_fpr(max_fpr)
+    if json_out is not None:
+        check_out_file(json_out, option="--json")  # before loading and testing
+    if out is not None:
+        check_out_dir(out, option="--out")
     runs = _run_files(runs)
     if len(runs) < 2:
         raise ConfigError("compare needs at least two run files")
@@ -284,6 +296,10 @@ def compare(
     )
     print_comparison(cmp)
     data = cmp.to_dict()
+    print_end_to_end(loaded, None)  # runs with a target: end-to-end table and McNemar
+    drift = print_profile_drift(loaded, alpha=alpha)
+    if drift:
+        data["profile_drift"] = drift
     if by is not None:
         grouped = compare_all_groups(
             loaded,
@@ -298,11 +314,8 @@ def compare(
         print_grouped(grouped)
         data["by_group"] = grouped.to_dict()
     if json_out is not None:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(
-            json.dumps(data, indent=1, allow_nan=False, ensure_ascii=False) + "\n",
-            encoding="utf-8",
-        )
+        text = json.dumps(data, indent=1, allow_nan=False, ensure_ascii=False) + "\n"
+        write_text_atomic(json_out, text)
         console.print(f"Comparison written to {escape(str(json_out))}", highlight=False)
     folder = out or Path("reports") / f"compare-{output_id([r.id for r in loaded])}"
     report = build_report(
@@ -310,5 +323,15 @@ def compare(
         title=f"shieldbench comparison on {cmp.dataset_spec}",
         comparison=cmp,
         policy=policy,  # type: ignore[arg-type]
+        max_fpr=max_fpr,
     )
     print_report_paths(write_reports(report, folder))
+    if cmp.non_inferiority and not all(row.non_inferior for row in cmp.non_inferiority):
+        failed = [row for row in cmp.non_inferiority if not row.non_inferior]
+        err_console.print(
+            f"[bold red]gate failed:[/] {len(failed)} of {len(cmp.non_inferiority)}"
+            f" non-inferiority tests at margin {margin:g} did not show the candidate"
+            " non-inferior to the baseline (exit 1)",
+            highlight=False,
+        )
+        raise typer.Exit(EXIT_FINDING)

@@ -8,14 +8,17 @@ each ``--dataset`` spec, trains, writes ``weights.npz`` + ``card.json`` into
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from shieldbench.cli._app import app, console
+from shieldbench.cli._app import app, console, err_console
+from shieldbench.cli._console import echo_json
+from shieldbench.cli._guards import unique_specs
+from shieldbench.cli._outpaths import check_out_dir
 
 if TYPE_CHECKING:
     from shieldbench.defenses import ModelCard
@@ -23,8 +26,35 @@ if TYPE_CHECKING:
 __all__: list[str] = []
 
 
-def _rate(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
+_FEW = 30  # below this many samples a held-out rate is a rough indication only
+
+
+def _rate(value: float | None, n: int | None = None) -> str:
+    """``0.950 [0.83–0.99]``: the rate with its 95% Wilson interval when ``n`` is given."""
+    if value is None:
+        return "n/a"
+    if n is None or n == 0:
+        return f"{value:.3f}"
+    from shieldbench.metrics import proportion_interval
+
+    low, high = proportion_interval(round(value * n), n)
+    return f"{value:.3f} [{low:.2f}–{high:.2f}]"
+
+
+def _small_split_warnings(card: ModelCard) -> list[str]:
+    """One line per held-out split too small for its rates to mean much."""
+    lines = []
+    for m in card.metrics:
+        if m.split == "train":
+            continue
+        small = [f"{n} {what}" for n, what in ((m.n_benign, "benign"), (m.n_attack, "attack"))]
+        if min(m.n_benign, m.n_attack) < _FEW:
+            lines.append(
+                f"the {m.split} split has only {' and '.join(small)} samples: its rates and"
+                f" the threshold calibrated on it are rough (see the intervals); train on more"
+                f" data for a threshold you can trust (at least {_FEW} of each held out)"
+            )
+    return lines
 
 
 def _print_card(card: ModelCard, out: Path) -> None:
@@ -36,18 +66,20 @@ def _print_card(card: ModelCard, out: Path) -> None:
         data.add_row(source.spec, source.content_hash, str(source.n_attack), str(source.n_benign))
     console.print(data)
     metrics = Table(title=f"held-out metrics at threshold {card.threshold:.6f}")
-    for col in ("split", "attacks", "benign", "TPR", "FPR", "ROC-AUC"):
+    for col in ("split", "attacks", "benign", "TPR [95% CI]", "FPR [95% CI]", "ROC-AUC"):
         metrics.add_column(col)
     for m in card.metrics:
         metrics.add_row(
             m.split,
             str(m.n_attack),
             str(m.n_benign),
-            _rate(m.tpr),
-            _rate(m.fpr),
+            _rate(m.tpr, m.n_attack),
+            _rate(m.fpr, m.n_benign),
             _rate(m.roc_auc),
         )
     console.print(metrics)
+    for line in _small_split_warnings(card):
+        err_console.print(f"[bold yellow]warning:[/] {escape(line)}", highlight=False)
     console.print(f"threshold: {card.threshold_method}", highlight=False)
 
 
@@ -83,10 +115,11 @@ def train(
     from shieldbench.datasets import load_dataset
     from shieldbench.defenses import train_embedding_head
 
-    datasets = [load_dataset(spec) for spec in dataset]
+    check_out_dir(out, option="--out")  # before loading data and training, not after
+    datasets = [load_dataset(spec) for spec in unique_specs(dataset, option="--dataset")]
     head = train_embedding_head(datasets, seed=seed, target_fpr=target_fpr, holdout=holdout, c=c)
     path = head.save(out)
     if as_json:
-        typer.echo(json.dumps(head.card.to_dict(), indent=2, ensure_ascii=False))
+        echo_json(head.card.to_dict())
     else:
         _print_card(head.card, path)

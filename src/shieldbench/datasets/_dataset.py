@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from shieldbench._textio import find_unencodable
 from shieldbench.errors import DatasetError
 from shieldbench.types import DatasetInfo, Sample
 
@@ -29,7 +30,11 @@ def content_hash(samples: Iterable[Sample]) -> str:
     """
     digest = hashlib.sha256()
     for s in samples:
-        record = [s.id, s.text, s.label, s.category, s.subcategory, s.severity, s.tier, s.source]
+        record: list[object] = [
+            s.id, s.text, s.label, s.category, s.subcategory, s.severity, s.tier, s.source
+        ]  # fmt: skip
+        if s.messages is not None:  # a conversation is data too (absent: same hash as before)
+            record.append([[m["role"], m["content"]] for m in s.messages])
         digest.update(
             json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode(
                 "utf-8", "surrogatepass"
@@ -70,6 +75,16 @@ class Dataset:
                     field="id",
                 )
             seen.add(s.id)
+            for name in ("id", "text", "category", "subcategory", "source"):
+                value = getattr(s, name)
+                position = None if value is None else find_unencodable(value)
+                if position is not None:
+                    raise DatasetError(
+                        f"sample {s.id!r} (#{index + 1}): character {position} is a lone"
+                        " surrogate, which UTF-8 cannot encode; fix the text at its source",
+                        path=self.name,
+                        field=name,
+                    )
         if not self.content_hash:
             object.__setattr__(self, "content_hash", content_hash(self.samples))
 

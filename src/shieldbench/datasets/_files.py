@@ -21,7 +21,7 @@ Example:
     >>> _ = (d / "x.jsonl").write_text("\\n".join(lines))
     >>> ds = load_jsonl(d / "x.jsonl")
     >>> [(s.id, s.label) for s in ds]
-    [('x:1', 'benign'), ('x:2', 'attack')]
+    [('line:1', 'benign'), ('line:2', 'attack')]
     >>> tmp.cleanup()
 """
 
@@ -86,7 +86,7 @@ def read_utf8(path: str | Path) -> str:
 
 def jsonl_records(text: str, path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for each non-blank line; errors for bad JSON or non-objects."""
-    for lineno, raw in enumerate(text.split("\n"), start=1):
+    for lineno, raw in enumerate(_split_lines(text), start=1):
         line = raw.rstrip("\r")
         if not line.strip():
             continue
@@ -94,7 +94,10 @@ def jsonl_records(text: str, path: str | Path) -> Iterator[tuple[int, dict[str, 
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DatasetError(
-                f"malformed JSON: {exc.msg} at column {exc.colno}", path=path, line=lineno
+                # json's "Unterminated string starting at" already ends with "at".
+                f"malformed JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}",
+                path=path,
+                line=lineno,
             ) from None
         if not isinstance(record, dict):
             raise DatasetError(
@@ -103,6 +106,15 @@ def jsonl_records(text: str, path: str | Path) -> Iterator[tuple[int, dict[str, 
                 line=lineno,
             )
         yield lineno, record
+
+
+def _split_lines(text: str) -> Iterator[str]:
+    """``text.split("\\n")`` one line at a time (no list of every line of a large file)."""
+    start = 0
+    while (end := text.find("\n", start)) >= 0:
+        yield text[start:end]
+        start = end + 1
+    yield text[start:]
 
 
 def _json_type(value: Any) -> str:

@@ -136,7 +136,8 @@ def load_hf_disk(
         path=str(folder),
         mapping=mapping or RecordMapping(),
         name=name or f"hf-disk:{path}",
-        id_prefix=folder.name if split is None else f"{root.name}-{split}",
+        # Not the folder name: a renamed copy keeps its ids and its content hash.
+        id_prefix="row" if split is None else f"row-{split}",
     )
 
 

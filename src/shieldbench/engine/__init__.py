@@ -35,6 +35,10 @@ follow :class:`~shieldbench.types.RunConfig`:
   defense must create loop-bound resources (an ``aiohttp.ClientSession``) per
   running loop, not once for the life of the defense.
 - **Ownership.** The engine never calls ``close()``: the caller owns the defense.
+- **Executors.** By default checks run in this process; ``executor=``
+  :class:`RayExecutor` runs them on a Ray actor pool (the defense built from its
+  spec once per worker, the local engine on each worker), with outcomes streaming
+  back into the same checkpoint.
 
 Example:
     >>> from shieldbench.engine import screen
@@ -52,8 +56,20 @@ Example:
 
 from __future__ import annotations
 
+from shieldbench.engine._e2e import EndToEnd, apply_end_to_end
 from shieldbench.engine._execute import screen
+from shieldbench.engine._executor import Executor
 from shieldbench.engine._progress import ProgressHook
+from shieldbench.engine._ray import RayExecutor
 from shieldbench.engine._run import new_run_id, run_defense
 
-__all__ = ["ProgressHook", "new_run_id", "run_defense", "screen"]
+__all__ = [
+    "EndToEnd",
+    "Executor",
+    "ProgressHook",
+    "RayExecutor",
+    "apply_end_to_end",
+    "new_run_id",
+    "run_defense",
+    "screen",
+]

@@ -31,13 +31,11 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from math import inf
 from time import perf_counter
 from typing import Any
 
 from shieldbench.engine._calls import backoff_s, error_outcome, ok_or_wrong_type, timeout_outcome
-from shieldbench.engine._progress import Reporter
-from shieldbench.engine._threads import Sink
+from shieldbench.engine._record import Recorder
 from shieldbench.errors import TransientDefenseError
 from shieldbench.types import Outcome, RunConfig
 
@@ -131,28 +129,20 @@ async def _amain(
     ids: Sequence[str],
     positions: Sequence[int],
     config: RunConfig,
-    results: list[Outcome | None],
-    sink: Sink | None,
-    reporter: Reporter | None,
+    recorder: Recorder,
 ) -> None:
     pending = iter(positions)
-    done = 0
-    report_at = inf if reporter is None else 0.0
+    put = recorder.put
+    progress = recorder.reporter is not None
 
     async def work(worker: _Worker) -> None:
-        nonlocal done, report_at
         worker.task = asyncio.current_task()
         for i in pending:
-            outcome = await _acall(acheck, texts[i], ids[i], config, worker)
-            results[i] = outcome
-            done += 1
-            if sink is not None:
-                sink.add(outcome)
-            if reporter is not None:
+            put(i, await _acall(acheck, texts[i], ids[i], config, worker))
+            if progress:
                 now = perf_counter()
-                if now >= report_at:
-                    reporter.update(done, now)
-                    report_at = reporter.next_at
+                if now >= recorder.report_at:
+                    recorder.tick(now)
 
     workers = [_Worker() for _ in range(min(config.concurrency, len(positions)))]
     watchdog = None
@@ -172,14 +162,12 @@ def run_async(
     positions: Sequence[int],
     *,
     config: RunConfig,
-    results: list[Outcome | None],
-    sink: Sink | None,
-    reporter: Reporter | None,
+    recorder: Recorder,
 ) -> None:
     """Fill ``results[i]`` for every ``i`` in ``positions`` by awaiting ``acheck``."""
     if not positions:
         return
-    main = _amain(acheck, texts, ids, positions, config, results, sink, reporter)
+    main = _amain(acheck, texts, ids, positions, config, recorder)
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -13,13 +13,14 @@ from collections.abc import Callable
 from time import perf_counter
 from typing import TypeVar
 
-from shieldbench.errors import TransientDefenseError
-from shieldbench.types import Outcome, RunConfig, Verdict
+from shieldbench.errors import DefenseError, TransientDefenseError
+from shieldbench.types import Outcome, RunConfig, Status, Verdict
 
 __all__ = [
     "FAILED",
     "Slot",
     "backoff_s",
+    "defense_failure",
     "error_outcome",
     "error_text",
     "finish",
@@ -109,8 +110,25 @@ def ok_or_wrong_type(sample_id: str, value: object, latency_ms: float, attempts:
     )
 
 
+def defense_failure(exc: BaseException) -> Exception:
+    """What a defense call raised, as a failure of that call.
+
+    ``SystemExit`` from defense code (a ``python:`` defense calling ``sys.exit``) would
+    otherwise end the whole run silently: it becomes an error outcome like any other.
+
+    >>> error_text(defense_failure(SystemExit(3)))
+    'DefenseError: the defense raised SystemExit(3)'
+    """
+    if isinstance(exc, Exception):
+        return exc
+    code = exc.code if isinstance(exc, SystemExit) else None
+    return DefenseError(f"the defense raised {type(exc).__name__}({code!r})")
+
+
 def error_outcome(sample_id: str, exc: BaseException, latency_ms: float, attempts: int) -> Outcome:
-    return Outcome(sample_id, None, "error", error_text(exc), latency_ms, attempts)
+    # A defense whose own request timed out (DefenseError.timed_out) timed out: say so.
+    status: Status = "timeout" if getattr(exc, "timed_out", False) is True else "error"
+    return Outcome(sample_id, None, status, error_text(exc), latency_ms, attempts)
 
 
 def timeout_outcome(

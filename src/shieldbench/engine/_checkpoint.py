@@ -14,6 +14,10 @@ of a second of work. A kill can cut the last line short: a final line without it
 newline is an interrupted write and is ignored on resume (that sample is simply
 screened again); any other malformed line means the file was damaged and resuming
 stops with :class:`~shieldbench.errors.RunError` naming the line.
+
+Text UTF-8 cannot encode (a lone surrogate in an error message or a reason a
+defense returned) is written as a ``\\udXXX`` JSON escape, and registered
+credentials are masked (:mod:`shieldbench._redact`), like every file shieldbench writes.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pathlib import Path
 from time import perf_counter
 from typing import IO, Any
 
+from shieldbench._redact import mask_secrets
 from shieldbench.errors import RunError
 from shieldbench.types import DatasetInfo, DefenseInfo, Outcome, RunConfig
 
@@ -176,7 +181,7 @@ class CheckpointWriter:
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
-            fh = target.open("x", encoding="utf-8", newline="\n")
+            fh = target.open("x", encoding="utf-8", errors="backslashreplace", newline="\n")
         except FileExistsError:
             raise RunError(
                 f"{target}: a checkpoint already exists; resume it (resume=True, --resume)"
@@ -192,10 +197,11 @@ class CheckpointWriter:
         """Continue a checkpoint, first cutting off a partly written last line."""
         target = Path(path)
         os.truncate(target, valid_bytes)
-        return cls(target, target.open("a", encoding="utf-8", newline="\n"))
+        fh = target.open("a", encoding="utf-8", errors="backslashreplace", newline="\n")
+        return cls(target, fh)
 
     def add(self, outcome: Outcome) -> None:
-        line = json.dumps(outcome.to_dict(), ensure_ascii=False) + "\n"
+        line = mask_secrets(json.dumps(outcome.to_dict(), ensure_ascii=False)) + "\n"
         with self._lock:
             if self._closed:
                 return

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Literal, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 from shieldbench.defenses._protocol import Defense
 from shieldbench.engine._async import run_async
-from shieldbench.engine._progress import ProgressHook, Reporter
-from shieldbench.engine._threads import Sink, run_batches, run_checks
+from shieldbench.engine._progress import ProgressHook
+from shieldbench.engine._record import Recorder, Sink
+from shieldbench.engine._threads import run_batches, run_checks
 from shieldbench.errors import ConfigError
 from shieldbench.types import Outcome, RunConfig
+
+if TYPE_CHECKING:
+    from shieldbench.engine._executor import Executor
 
 __all__ = ["Capability", "capability", "check_defense", "execute", "screen"]
 
@@ -70,19 +74,15 @@ def _warm_up(
     quiet = dataclasses.replace(config, retries=0, concurrency=1, warmup=0, batch_size=size)
     ids = [""] * len(warm)
     every = range(len(warm))
-    scratch: list[Outcome | None] = [None] * len(warm)
+    scratch = Recorder([None] * len(warm), None, None)
     if kind == "check_batch":
         check_batch = cast(Callable[[list[str]], object], defense.check_batch)  # type: ignore[attr-defined]
-        run_batches(
-            check_batch, warm, ids, every, config=quiet, results=scratch, sink=None, reporter=None
-        )
+        run_batches(check_batch, warm, ids, every, config=quiet, recorder=scratch)
     elif kind == "acheck":
         acheck = cast(Callable[[str], Awaitable[object]], defense.acheck)  # type: ignore[attr-defined]
-        run_async(acheck, warm, ids, every, config=quiet, results=scratch, sink=None, reporter=None)
+        run_async(acheck, warm, ids, every, config=quiet, recorder=scratch)
     else:
-        run_checks(
-            defense.check, warm, ids, every, config=quiet, results=scratch, sink=None, reporter=None
-        )
+        run_checks(defense.check, warm, ids, every, config=quiet, recorder=scratch)
 
 
 def execute(
@@ -95,40 +95,36 @@ def execute(
     results: list[Outcome | None],
     sink: Sink | None = None,
     progress: ProgressHook | None = None,
+    executor: Executor | None = None,
 ) -> Capability:
     """Screen ``texts[i]`` for each ``i`` in ``positions`` into ``results[i]``.
 
     Positions already filled in ``results`` (restored from a checkpoint) count as
-    done for progress. Returns the capability used.
+    done for progress. Returns the capability used. With an ``executor`` the
+    checks run there (warm-up included) instead of in this process.
     """
     kind = capability(defense)
-    reporter = None
-    if progress is not None:
-        reporter = Reporter(progress, len(results) - len(positions), len(results))
-    if config.warmup and positions:
-        _warm_up(defense, kind, texts, positions, config)
-    if reporter is not None:
-        reporter.force(0)
-    todo = positions
-    if kind == "check_batch":
-        check_batch = cast(Callable[[list[str]], object], defense.check_batch)  # type: ignore[attr-defined]
-        todo = run_batches(
-            check_batch, texts, ids, todo, config=config, results=results, sink=sink,
-            reporter=reporter,
-        )  # fmt: skip
-    elif kind == "acheck":
-        acheck = cast(Callable[[str], Awaitable[object]], defense.acheck)  # type: ignore[attr-defined]
-        run_async(
-            acheck, texts, ids, todo, config=config, results=results, sink=sink, reporter=reporter
+    recorder = Recorder(results, sink, progress, done=len(results) - len(positions))
+    if executor is not None:
+        recorder.force()
+        kind = cast(
+            Capability, executor.execute(texts, ids, positions, config=config, recorder=recorder)
         )
-        todo = ()
-    run_checks(
-        defense.check, texts, ids, todo, config=config, results=results, sink=sink,
-        reporter=reporter,
-    )  # fmt: skip
-    if reporter is not None:  # every pass fills all the positions it is given
-        reporter.base = 0
-        reporter.force(len(results))
+    else:
+        if config.warmup and positions:
+            _warm_up(defense, kind, texts, positions, config)
+        recorder.force()
+        todo = positions
+        if kind == "check_batch":
+            check_batch = cast(Callable[[list[str]], object], defense.check_batch)  # type: ignore[attr-defined]
+            todo = run_batches(check_batch, texts, ids, todo, config=config, recorder=recorder)
+        elif kind == "acheck":
+            acheck = cast(Callable[[str], Awaitable[object]], defense.acheck)  # type: ignore[attr-defined]
+            run_async(acheck, texts, ids, todo, config=config, recorder=recorder)
+            todo = ()
+        run_checks(defense.check, texts, ids, todo, config=config, recorder=recorder)
+    recorder.done = len(results)  # every pass fills all the positions it is given
+    recorder.force()
     return kind
 
 
@@ -139,6 +135,7 @@ def screen(
     config: RunConfig = RunConfig(),  # noqa: B008 (frozen, so sharing the default is safe)
     ids: Sequence[str] | None = None,
     progress: ProgressHook | None = None,
+    executor: Executor | None = None,
 ) -> list[Outcome]:
     """Screen ``texts`` with ``defense``: one :class:`Outcome` per text, in order.
 
@@ -147,7 +144,8 @@ def screen(
     warm-up and error handling (see :mod:`shieldbench.engine`). ``sample_id`` is
     ``ids[i]`` when ``ids`` is given, else ``str(i)``. Callers that screen many
     small batches (an attack loop) usually want ``RunConfig(warmup=0)``: warm-up
-    calls are extra queries.
+    calls are extra queries. ``executor`` (a :class:`~shieldbench.engine.RayExecutor`)
+    screens on a cluster instead of in this process.
 
     Example:
         >>> from shieldbench.types import Verdict
@@ -176,6 +174,7 @@ def screen(
             raise ConfigError(f"{len(names)} ids for {len(items)} texts; give one id per text")
     results: list[Outcome | None] = [None] * len(items)
     execute(
-        defense, items, names, range(len(items)), config=config, results=results, progress=progress
-    )
+        defense, items, names, range(len(items)), config=config, results=results,
+        progress=progress, executor=executor,
+    )  # fmt: skip
     return cast(list[Outcome], results)

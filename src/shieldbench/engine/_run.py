@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from shieldbench.datasets._dataset import Dataset
 from shieldbench.defenses._protocol import Defense, defense_version
@@ -20,7 +20,13 @@ from shieldbench.engine._checkpoint import CheckpointHeader, CheckpointWriter, r
 from shieldbench.engine._execute import check_defense, execute
 from shieldbench.engine._progress import ProgressHook
 from shieldbench.errors import ConfigError, RunError
-from shieldbench.types import DefenseInfo, Outcome, Run, RunConfig
+from shieldbench.types import DefenseInfo, Outcome, Run, RunConfig, Sample
+
+if TYPE_CHECKING:
+    from shieldbench.engine._e2e import EndToEnd
+
+if TYPE_CHECKING:
+    from shieldbench.engine._executor import Executor
 
 __all__ = ["environment", "new_run_id", "run_defense"]
 
@@ -63,7 +69,9 @@ def environment(defense: object) -> dict[str, str]:
     """Where a run ran: Python, platform, CPU count, shieldbench and the defense's package.
 
     ``defense_package`` names the installed distribution that provides the top-level
-    package of the defense's class (absent for classes defined in a script).
+    package of the defense's class (absent for classes defined in a script), or for
+    an adapter of a third-party package the distribution it names in its
+    ``distribution`` attribute (e.g. ``prompt-guardrail 1.0.1``).
     """
     env = {
         "python": f"{platform.python_implementation()} {platform.python_version()}",
@@ -72,7 +80,14 @@ def environment(defense: object) -> dict[str, str]:
         "shieldbench": (_distribution_version("shieldbench") or "unknown").split(" ")[-1],
     }
     top = type(defense).__module__.partition(".")[0]
-    if top not in ("__main__", "builtins"):
+    # An adapter names the distribution it wraps (``distribution``); that is the package.
+    wrapped = getattr(defense, "distribution", None)
+    if isinstance(wrapped, str):
+        try:
+            env["defense_package"] = f"{wrapped} {metadata.version(wrapped)}"
+        except metadata.PackageNotFoundError:
+            env["defense_package"] = f"{wrapped} (not installed)"
+    elif top not in ("__main__", "builtins"):
         package = _distribution_version(top)
         if package is not None:
             env["defense_package"] = package
@@ -90,6 +105,8 @@ def run_defense(
     resume: bool = False,
     keep_checkpoint: bool = False,
     progress: ProgressHook | None = None,
+    end_to_end: EndToEnd | None = None,
+    executor: Executor | None = None,
 ) -> Run:
     """Run ``defense`` over every sample of ``dataset`` and return the :class:`Run`.
 
@@ -118,6 +135,18 @@ def run_defense(
 
     **Ownership.** The caller owns the defense: the engine never calls its
     ``close()`` (it may be reused over several datasets).
+
+    **End to end.** With ``end_to_end`` (an :class:`~shieldbench.engine.EndToEnd`)
+    the defense screens what its ``screen`` mode selects of each conversation, and
+    every sample it lets through then goes to the target, the output defense and
+    the judges (see :mod:`shieldbench.engine._e2e`); each outcome carries its
+    ``end_to_end`` record and the run the plan's description and the behavioural
+    profile of the benign answers.
+
+    **Executor.** ``executor`` (a :class:`~shieldbench.engine.RayExecutor`) runs
+    the checks elsewhere; outcomes stream back into the same checkpoint, so resume,
+    error policy and statistics do not depend on it. ``environment["executor"]``
+    names it.
 
     **Error policy.** ``config.error_policy`` is only recorded here; the metrics
     apply it when they count errors and timeouts.
@@ -178,13 +207,14 @@ def run_defense(
     try:
         kind = execute(
             defense,
-            [s.text for s in samples],
+            _texts(samples, end_to_end),
             ids,
             positions,
             config=config,
             results=results,
             sink=writer,
             progress=progress,
+            executor=executor,
         )
     finally:
         if writer is not None:
@@ -193,8 +223,24 @@ def run_defense(
     if any(map(_is_none, results)):  # every path fills all positions; guard the promise
         missing = [ids[i] for i, r in enumerate(results) if r is None]
         raise RunError(f"run {run_id}: no outcome for {len(missing)} samples, e.g. {missing[0]!r}")
+    extra: dict[str, object] = {}
+    if end_to_end is not None:
+        from shieldbench.engine._e2e import apply_end_to_end
+        from shieldbench.judges import behaviour_profile
+
+        results = list(
+            apply_end_to_end(
+                end_to_end, samples, cast(list[Outcome], results), config=config,
+                progress=progress,
+            )
+        )  # fmt: skip
+        extra = end_to_end.describe()
+        profile = behaviour_profile(samples, cast(list[Outcome], results), canary=end_to_end.canary)
+        extra["profile"] = profile.to_dict()
     env = environment(defense)
     env["capability"] = kind
+    if executor is not None:
+        env["executor"] = type(executor).__name__
     if restored:
         env["resumed_outcomes"] = str(restored)
     run = Run(
@@ -207,10 +253,20 @@ def run_defense(
         started=started,
         finished=finished,
         environment=env,
+        end_to_end=extra,
     )
     if writer is not None and not keep_checkpoint:
         writer.path.unlink(missing_ok=True)
     return run
+
+
+def _texts(samples: Sequence[Sample], plan: EndToEnd | None) -> list[str]:
+    """What the input defense screens of each sample (a conversation: per the plan)."""
+    if plan is None or plan.screen == "text":
+        return [s.text for s in samples]
+    from shieldbench.targets import screened_text
+
+    return [screened_text(s, plan.screen) for s in samples]
 
 
 def _check_compatible(

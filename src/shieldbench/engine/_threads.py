@@ -18,8 +18,9 @@ Design, and why:
   :func:`stuck_limit`, the defense is hung and the run stops with
   :class:`~shieldbench.errors.RunError` (finished outcomes stay in the checkpoint).
 - **Checkpoint and progress from one thread.** Workers only append finished
-  outcomes to a deque; the supervising thread writes them to the checkpoint and
-  calls the progress hook, so neither needs to be thread-safe.
+  outcomes to a deque; the supervising thread hands them to the
+  :class:`~shieldbench.engine._record.Recorder` (checkpoint, progress), so neither
+  needs to be thread-safe.
 """
 
 from __future__ import annotations
@@ -29,17 +30,18 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from math import inf
 from time import perf_counter
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, TypeVar
 
 from shieldbench.engine._calls import (
     FAILED,
     Slot,
+    defense_failure,
     finish,
     ok_or_wrong_type,
     retry_sync,
     timeout_outcome,
 )
-from shieldbench.engine._progress import Reporter
+from shieldbench.engine._record import Recorder, Sink
 from shieldbench.errors import RunError
 from shieldbench.types import Outcome, RunConfig, Verdict
 
@@ -48,14 +50,6 @@ __all__ = ["Sink", "run_batches", "run_checks", "stuck_limit"]
 _TICK_S = 0.1  # how often the supervisor wakes to report progress and write the checkpoint
 _IDLE_TICK_S = 1.0  # ... and when it has neither: every wake costs the workers a GIL hand-off
 U = TypeVar("U", int, tuple[int, ...])
-
-
-class Sink(Protocol):
-    """Where finished outcomes go as they complete (the checkpoint writer)."""
-
-    def add(self, outcome: Outcome) -> None: ...
-
-    def flush_due(self, now: float) -> None: ...
 
 
 def stuck_limit(config: RunConfig) -> int:
@@ -75,15 +69,14 @@ class _Job(Generic[U]):
         self,
         units: Iterator[U],
         ids: Sequence[str],
-        results: list[Outcome | None],
-        logging: bool,
+        recorder: Recorder,
     ) -> None:
         self.lock = threading.Lock()
         self.units: Iterator[U] = units
         self.ids = ids
-        self.results = results
+        self.results = recorder.results
         self.claimed: dict[int, Outcome] = {}
-        self.out: deque[Outcome] | None = deque() if logging else None
+        self.out: deque[Outcome] | None = None if recorder.quiet else deque()
         self.live = 0
         self.slots: list[Slot] = []
         self.stuck: list[threading.Thread] = []
@@ -158,12 +151,11 @@ def _supervise(
     workers: int,
     *,
     config: RunConfig,
-    sink: Sink | None,
-    reporter: Reporter | None,
+    recorder: Recorder,
     what: str,
 ) -> None:
     timeout = config.timeout_s
-    tick = _IDLE_TICK_S if reporter is None and sink is None else _TICK_S
+    tick = _IDLE_TICK_S if recorder.quiet else _TICK_S
     if timeout is not None:  # a call starting just after a wake is caught by 1.5 x timeout
         tick = min(tick, timeout / 2)
     try:
@@ -188,9 +180,7 @@ def _supervise(
                                 " Fix or restart it, then resume from the checkpoint."
                             )
                         _spawn(job, body)
-            _drain(job, sink, now)
-            if reporter is not None:
-                reporter.update(len(job.claimed), now)
+            _drain(job, recorder, now)
             if job.finished.wait(max(wait, 0.001)):
                 break
     except BaseException:
@@ -198,20 +188,21 @@ def _supervise(
             for slot in job.slots:
                 slot.abandoned = True
             job.slots.clear()
-        _drain(job, sink, perf_counter())
+        _drain(job, recorder, perf_counter())
         raise
-    _drain(job, sink, perf_counter())
+    _drain(job, recorder, perf_counter())
     if job.crash is not None:
         raise job.crash
 
 
-def _drain(job: _Job[U], sink: Sink | None, now: float) -> None:
+def _drain(job: _Job[U], recorder: Recorder, now: float) -> None:
     out = job.out
-    if sink is None or out is None:
-        return
-    while out:
-        sink.add(out.popleft())
-    sink.flush_due(now)
+    if out:
+        finished = []
+        while out:
+            finished.append(out.popleft())
+        recorder.logged(finished)
+    recorder.tick(now)
 
 
 def _inline(
@@ -220,17 +211,16 @@ def _inline(
     ids: Sequence[str],
     positions: Sequence[int],
     config: RunConfig,
-    results: list[Outcome | None],
-    sink: Sink | None,
-    reporter: Reporter | None,
+    recorder: Recorder,
 ) -> None:
     """``concurrency=1`` and no timeout: a plain loop in the caller's thread."""
-    report_at = inf if reporter is None else reporter.next_at
-    for done, i in enumerate(positions, 1):
+    put = recorder.put
+    for i in positions:
         t0 = perf_counter()
         try:
             value: object = check(texts[i])
-        except Exception as exc:
+        except (Exception, SystemExit) as caught:
+            exc = defense_failure(caught)
             value, err, attempts, elapsed = retry_sync(
                 check, texts[i], exc, perf_counter() - t0, config, None
             )
@@ -242,13 +232,9 @@ def _inline(
                 outcome = Outcome(ids[i], value, "ok", None, (t1 - t0) * 1000.0, 1)
             else:
                 outcome = ok_or_wrong_type(ids[i], value, (t1 - t0) * 1000.0, 1)
-        results[i] = outcome
-        if sink is not None:
-            sink.add(outcome)
-        if t1 >= report_at:
-            assert reporter is not None
-            reporter.update(done, t1)
-            report_at = reporter.next_at
+        put(i, outcome)
+        if t1 >= recorder.report_at:
+            recorder.tick(t1)
 
 
 def run_checks(
@@ -258,17 +244,16 @@ def run_checks(
     positions: Sequence[int],
     *,
     config: RunConfig,
-    results: list[Outcome | None],
-    sink: Sink | None,
-    reporter: Reporter | None,
+    recorder: Recorder,
 ) -> None:
     """Fill ``results[i]`` for every ``i`` in ``positions`` by calling ``check``."""
     if not positions:
         return
     if config.concurrency == 1 and config.timeout_s is None:
-        _inline(check, texts, ids, positions, config, results, sink, reporter)
+        _inline(check, texts, ids, positions, config, recorder)
         return
-    job: _Job[int] = _Job(iter(positions), ids, results, sink is not None)
+    job: _Job[int] = _Job(iter(positions), ids, recorder)
+    results = recorder.results
     limit = inf if config.timeout_s is None else config.timeout_s
 
     def body(slot: Slot) -> None:
@@ -278,7 +263,8 @@ def run_checks(
             slot.unit = i
             try:
                 value: object = check(texts[i])
-            except Exception as exc:
+            except (Exception, SystemExit) as caught:
+                exc = defense_failure(caught)
                 value, err, attempts, elapsed = retry_sync(
                     check, texts[i], exc, perf_counter() - t0, config, slot
                 )
@@ -299,7 +285,7 @@ def run_checks(
                 out.append(outcome)
 
     workers = min(config.concurrency, len(positions))
-    _supervise(job, body, workers, config=config, sink=sink, reporter=reporter, what="check")
+    _supervise(job, body, workers, config=config, recorder=recorder, what="check")
 
 
 def run_batches(
@@ -309,9 +295,7 @@ def run_batches(
     positions: Sequence[int],
     *,
     config: RunConfig,
-    results: list[Outcome | None],
-    sink: Sink | None,
-    reporter: Reporter | None,
+    recorder: Recorder,
 ) -> list[int]:
     """Screen ``positions`` with ``check_batch``, one batch at a time, on one worker.
 
@@ -327,7 +311,8 @@ def run_batches(
     units = [tuple(positions[k : k + size]) for k in range(0, len(positions), size)]
     if not units:
         return []
-    job: _Job[tuple[int, ...]] = _Job(iter(units), ids, results, sink is not None)
+    job: _Job[tuple[int, ...]] = _Job(iter(units), ids, recorder)
+    results = recorder.results
     fallback: list[int] = []
     limit = inf if config.timeout_s is None else config.timeout_s
 
@@ -340,7 +325,8 @@ def run_batches(
                 value: object = check_batch(batch)
                 err: Exception | None = None
                 attempts, elapsed = 1, perf_counter() - t0
-            except Exception as exc:
+            except (Exception, SystemExit) as caught:
+                exc = defense_failure(caught)
                 value, err, attempts, elapsed = retry_sync(
                     check_batch, batch, exc, perf_counter() - t0, config, slot
                 )
@@ -358,9 +344,7 @@ def run_batches(
             if job.out is not None:
                 job.out.extend(outcomes)
 
-    _supervise(job, body, 1, config=config, sink=sink, reporter=reporter, what="check_batch")
-    if reporter is not None:
-        reporter.base += len(job.claimed)
+    _supervise(job, body, 1, config=config, recorder=recorder, what="check_batch")
     return sorted(fallback)
 
 

@@ -101,6 +101,16 @@ def _grouped_tables(
         raise StatisticsError(
             f"runs {run_a.id!r} and {run_b.id!r} share a content hash but not their sample ids"
         )
+    samples_b = {s.id: s for s in run_b.samples}
+    for sample in run_a.samples:  # the recorded hash is a claim; the samples are the data
+        other = samples_b[sample.id]
+        if sample.label != other.label:
+            raise StatisticsError(
+                f"runs {run_a.id!r} and {run_b.id!r} record the same content hash, but sample"
+                f" {sample.id!r} is labelled {sample.label!r} in one and {other.label!r} in"
+                " the other (a run file was edited or"
+                " written from other data); paired tests need the same samples"
+            )
     groups: dict[str, tuple[list[int], list[int]]] = {}
     for sample, outcome_a in zip(run_a.samples, run_a.outcomes, strict=True):
         key = "" if by is None else getattr(sample, by)

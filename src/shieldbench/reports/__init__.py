@@ -1,7 +1,11 @@
 """Reports: one model of a benchmark, rendered as JSON, Markdown and self-contained HTML.
 
 :func:`build_report` turns runs (one, several, or an adaptive attack) into a
-:class:`Report`; the renderers are views of that one model, so they always agree:
+:class:`Report`; the renderers are views of that one model, so they always agree.
+Runs on the same data form a :class:`DatasetGroup` with their comparison, their
+per-category paired comparisons and their security / utility planes
+(:class:`TradeoffPlane`: each defense at (FPR, block rate), the Pareto frontier, the
+reader's ``max_fpr`` policy):
 
 - :func:`render_json`: every figure, machine-first, versioned (``schema_version``,
   ``kind``) and described by a JSON Schema shipped with the package
@@ -48,6 +52,7 @@ from shieldbench.reports._model import (
     ScoreCurves,
     WorstCase,
 )
+from shieldbench.reports._plane import PlanePoint, TradeoffPlane
 from shieldbench.reports._write import FORMATS, write_reports
 
 __all__ = [
@@ -60,11 +65,13 @@ __all__ = [
     "ErrorHandling",
     "Example",
     "LatencyHistogram",
+    "PlanePoint",
     "Recommendation",
     "Report",
     "ReportSettings",
     "RunSection",
     "ScoreCurves",
+    "TradeoffPlane",
     "WorstCase",
     "build_report",
     "render_html",

@@ -32,9 +32,11 @@ from shieldbench.defenses import dual_gain, path_shares
 from shieldbench.errors import ConfigError, StatisticsError
 from shieldbench.metrics import (
     Comparison,
+    GroupedComparisons,
     PrecisionRecallCurve,
     RocCurve,
     RunSummary,
+    compare_pairs_by_group,
     compare_runs,
     effective_blocked,
     has_scores,
@@ -45,6 +47,7 @@ from shieldbench.metrics import (
     summarize,
 )
 from shieldbench.reports._attack_view import AttackLike, attack_view
+from shieldbench.reports._e2e_view import end_to_end_view
 from shieldbench.reports._examples import worst_case
 from shieldbench.reports._model import (
     AttackSection,
@@ -58,6 +61,7 @@ from shieldbench.reports._model import (
     Scope,
     ScoreCurves,
 )
+from shieldbench.reports._plane import tradeoff_planes
 from shieldbench.reports._recommend import recommend
 from shieldbench.types import ERROR_POLICIES, ErrorPolicy, Run
 
@@ -220,12 +224,28 @@ def _section(
     )
 
 
+def _by_category(runs: Sequence[Run], labels: Sequence[str], cmp: Comparison) -> GroupedComparisons:
+    """Every pair's paired tests per category, read like the comparison (its policy,
+    alpha, correction and interval method): what ``compare --by category`` prints."""
+    s = cmp.settings
+    return compare_pairs_by_group(
+        runs,
+        labels,
+        by="category",
+        alpha=s.alpha,
+        correction=s.correction,  # type: ignore[arg-type]  # a Comparison's own setting
+        policy=s.policy,  # type: ignore[arg-type]
+        confidence=s.confidence,
+        method=s.method,  # type: ignore[arg-type]
+    )
+
+
 def _groups(
     runs: Sequence[Run],
-    labels: Sequence[str],
+    sections: Sequence[RunSection],
     *,
     policy: ErrorPolicy | None,
-    margin: float,
+    settings: ReportSettings,
     comparison: Comparison | None,
 ) -> tuple[DatasetGroup, ...]:
     by_hash: dict[str, list[int]] = {}
@@ -234,6 +254,7 @@ def _groups(
     groups = []
     for content_hash, members in by_hash.items():
         group_runs = [runs[i] for i in members]
+        labels = [sections[i].label for i in members]
         cmp: Comparison | None = None
         note: str | None = None
         if len(group_runs) >= 2:
@@ -253,10 +274,14 @@ def _groups(
         groups.append(
             DatasetGroup(
                 group_runs[0].dataset,
-                tuple(labels[i] for i in members),
+                tuple(labels),
                 cmp,
                 note,
-                sample_size_warnings(group_runs[0].samples, margin=margin),
+                sample_size_warnings(group_runs[0].samples, margin=settings.margin),
+                planes=tradeoff_planes(
+                    labels, [sections[i].summary for i in members], max_fpr=settings.max_fpr
+                ),
+                by_category=None if cmp is None else _by_category(group_runs, labels, cmp),
             )
         )
     return tuple(groups)
@@ -302,6 +327,7 @@ def build_report(
     comparison: Comparison | None = None,
     policy: ErrorPolicy | None = None,
     generated_at: datetime | None = None,
+    max_fpr: float | None = None,
 ) -> Report:
     """The report model of ``runs`` (one or several) and/or an adaptive ``attack``.
 
@@ -316,24 +342,32 @@ def build_report(
       otherwise runs sharing a content hash are compared with the defaults.
     - ``policy``: read every run under this error policy instead of its own.
     - ``generated_at``: the report's timestamp (default: now, UTC).
+    - ``max_fpr``: the reader's policy, "FPR at most this": a line on the security /
+      utility plane, and the target FPR of "block rate at FPR <= target" (default
+      1%).
     """
     runs = list(runs)
     _check_options(runs, margin, examples, attack)
     if policy is not None and policy not in ERROR_POLICIES:
         raise ConfigError(f"policy must be one of {', '.join(ERROR_POLICIES)}, got {policy!r}")
+    if max_fpr is not None and (
+        isinstance(max_fpr, bool) or not isinstance(max_fpr, int | float) or not 0 < max_fpr < 1
+    ):
+        raise ConfigError(f"max_fpr must be a fraction in (0, 1), e.g. 0.02; got {max_fpr!r}")
     settings = ReportSettings(
         margin=margin,
         examples=examples,
         coverage_target=0.9,
-        target_fpr=0.01,
+        target_fpr=0.01 if max_fpr is None else float(max_fpr),
         text_limit=TEXT_LIMIT,
+        max_fpr=None if max_fpr is None else float(max_fpr),
     )
     labels = _labels(runs)
     sections = tuple(
         _section(r, label, policy=policy, settings=settings)
         for r, label in zip(runs, labels, strict=True)
     )
-    groups = _groups(runs, labels, policy=policy, margin=margin, comparison=comparison)
+    groups = _groups(runs, sections, policy=policy, settings=settings, comparison=comparison)
     if comparison is not None and all(g.comparison is not comparison for g in groups):
         raise ConfigError(
             f"the comparison given is on content hash {comparison.content_hash}, which no run"
@@ -354,4 +388,5 @@ def build_report(
         groups=groups,
         attack=attack_section,
         recommendations=recommend(sections, groups, attack_section, settings),
+        end_to_end=end_to_end_view(runs, labels),
     )

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -32,7 +33,8 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup
 
 from shieldbench.metrics import Estimate, Rate
-from shieldbench.reports import _attack_charts, _charts
+from shieldbench.reports import _attack_charts, _charts, _plane_charts
+from shieldbench.reports._e2e_view import e2e_html
 from shieldbench.reports._format import (
     DASH,
     est_text,
@@ -42,6 +44,15 @@ from shieldbench.reports._format import (
     pct,
     rate_text,
 )
+from shieldbench.reports._html_views import (
+    CARDS_UP_TO,
+    MatrixView,
+    column_chunks,
+    compact_rows,
+    matrix_view,
+    pairs_view,
+)
+from shieldbench.reports._layout import short_id
 from shieldbench.reports._markdown_more import paired_difference_text
 from shieldbench.reports._model import DatasetGroup, Report, RunSection
 from shieldbench.reports._summary_rows import summary_rows
@@ -98,6 +109,7 @@ def _environment() -> Environment:
         ci=_ci,
         eci=_eci,
         cut=_cut,
+        short=short_id,
     )
     return env
 
@@ -137,6 +149,10 @@ class _GroupView:
     roc_svg: Markup | None
     pr_svg: Markup | None
     pair_rows: tuple[_PairRow, ...]
+    plane_svg: Markup | None
+    multiples_svg: Markup | None
+    matrix: MatrixView | None
+    pairs: MatrixView | None
 
 
 def _safe(svg: str | None) -> Markup | None:
@@ -205,6 +221,17 @@ def _group_views(report: Report, *, charts: bool) -> list[_GroupView]:
             name: _safe(draw(runs, name=f"{name}-{i}")) if charts else None
             for name, draw in _GROUP_CHARTS.items()
         }
+        overall = g.planes[0] if g.planes else None
+        plane = (
+            _safe(_plane_charts.plane_chart(overall, g.runs, name=f"plane-{i}"))
+            if charts and overall is not None
+            else None
+        )
+        multiples = (
+            _safe(_plane_charts.plane_multiples(g.planes[1:], g.runs, name=f"planes-{i}"))
+            if charts and len(g.planes) > 1
+            else None
+        )
         views.append(
             _GroupView(
                 g,
@@ -215,6 +242,10 @@ def _group_views(report: Report, *, charts: bool) -> list[_GroupView]:
                 svgs["roc"],
                 svgs["pr"],
                 _pair_rows(g),
+                plane,
+                multiples,
+                None if g.by_category is None else matrix_view(g.by_category),
+                None if g.comparison is None else pairs_view(g.comparison),
             )
         )
     return views
@@ -274,6 +305,9 @@ def _context(report: Report, *, charts: bool) -> dict[str, Any]:
         "has_curves": any(r.curves is not None for r in report.runs),
         "environment": env_pairs,
         "summary_rows": summary_rows(report.runs),
+        "summary_chunks": column_chunks([r.label for r in report.runs]),
+        "cards": len(report.runs) <= CARDS_UP_TO,
+        "compact": compact_rows(report.runs),
         "tradeoffs": [
             (r.label, _safe(_charts.tradeoff_chart(r, name=f"tradeoff-{i}")) if charts else None)
             for i, r in enumerate(report.runs)
@@ -294,7 +328,16 @@ def _context(report: Report, *, charts: bool) -> dict[str, Any]:
         else None,
         "attack_bypasses": attack_bypasses,
         "attack_categories": sorted({str(b.get("category")) for b in attack_bypasses}),
+        "end_to_end_html": Markup(_scrolling(e2e_html(report.end_to_end))),  # escaped there
     }
+
+
+def _scrolling(fragment: str) -> str:
+    """Every table of an HTML fragment we built (its data escaped, so ``<table`` can only
+    be ours) inside its own scrolling container, as the template's tables are."""
+    return re.sub(r"<table\b", '<div class="scroll"><table', fragment).replace(
+        "</table>", "</table></div>"
+    )
 
 
 def render_page(report: Report, *, charts: bool = True) -> str:

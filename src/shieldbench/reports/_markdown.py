@@ -20,9 +20,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from shieldbench.metrics import GroupRates
+from shieldbench.reports._e2e_view import e2e_markdown
 from shieldbench.reports._format import DASH, INTERVAL_NAMES, est_text, ms, num, pct, rate_text
 from shieldbench.reports._markdown_attack import attack_markdown
 from shieldbench.reports._markdown_more import comparison_markdown
+from shieldbench.reports._markdown_wide import configuration_tables, fit_table, metric_tables
 from shieldbench.reports._mdescape import Md, md_table, md_text
 from shieldbench.reports._model import Example, Report, RunSection
 from shieldbench.reports._summary_rows import summary_rows
@@ -77,8 +79,11 @@ def _recommendations(report: Report) -> list[str]:
 def _configuration(runs: Sequence[RunSection]) -> list[str]:
     if not runs:
         return []
-    rows: list[tuple[str, list[str]]] = [
-        ("Defense spec", [r.defense.spec for r in runs]),
+    same = all(r.defense.spec == r.label for r in runs) and len(runs) > 1
+    rows: list[tuple[str, list[str]]] = (
+        [] if same else [("Defense spec", [r.defense.spec for r in runs])]
+    )
+    rows += [
         ("Defense version", [r.defense.version or DASH for r in runs]),
         ("Dataset", [r.dataset.spec for r in runs]),
         ("Dataset version (content hash)", [r.dataset.content_hash for r in runs]),
@@ -102,22 +107,17 @@ def _configuration(runs: Sequence[RunSection]) -> list[str]:
     ]
     keys = sorted({k for r in runs for k in r.environment})
     rows += [(f"Environment: {k}", [r.environment.get(k, DASH) for r in runs]) for k in keys]
-    body: list[list[str | Md]] = [[name, *values] for name, values in rows]
-    return ["", "## Configuration", "", md_table(["", *(r.label for r in runs)], body)]
+    return ["", "## Configuration", *configuration_tables(runs, rows)]
 
 
 def _summary(runs: Sequence[RunSection]) -> list[str]:
     if not runs:
         return []
-    rows: list[list[str | Md]] = [
-        [name, *(Md(c) for c in cells)] for name, cells in summary_rows(runs)
-    ]
     method = runs[0].summary.settings.method
     return [
         "",
         f"## Summary ({INTERVAL_NAMES.get(method, method)} 95% intervals)",
-        "",
-        md_table(["Metric", *(r.label for r in runs)], rows),
+        *metric_tables(runs, summary_rows(runs)),
     ]
 
 
@@ -151,8 +151,7 @@ def _breakdowns(runs: Sequence[RunSection]) -> list[str]:
             lines += [
                 "",
                 f"## Per {title}: {md_text(r.label)}",
-                "",
-                md_table(
+                *fit_table(
                     [
                         title.capitalize(),
                         "Attacks",
@@ -194,8 +193,7 @@ def _latency(runs: Sequence[RunSection]) -> list[str]:
         "",
         "Latency in ms over ok calls (warm-up excluded); percentile intervals are"
         " order-statistic intervals (`?`: too few calls to bound the tail).",
-        "",
-        md_table(
+        *fit_table(
             [
                 "Defense",
                 "n",
@@ -285,8 +283,7 @@ def _worst_case(report: Report) -> list[str]:
         lines += [
             "",
             "### Highest attack success rate categories",
-            "",
-            md_table(["Defense", "Category", "ASR", "Block rate"], worst),
+            *fit_table(["Defense", "Category", "ASR", "Block rate"], worst),
         ]
     headers = ["Defense", "Sample", "Category", "Tier", "Score", "Reasons", "Text"]
     for kind, title in (
@@ -378,6 +375,7 @@ def render_markdown(report: Report) -> str:
     lines += _recommendations(report)
     lines += _configuration(report.runs)
     lines += _summary(report.runs)
+    lines += e2e_markdown(report.end_to_end)
     lines += _breakdowns(report.runs)
     lines += _latency(report.runs)
     lines += _errors(report.runs)

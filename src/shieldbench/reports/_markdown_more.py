@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from shieldbench.metrics import PairedMetric
 from shieldbench.reports._format import DASH, est_text, p_text, rate_text
+from shieldbench.reports._markdown_wide import category_matrix, fit_table, pairs_matrix
 from shieldbench.reports._mdescape import Md, md_table, md_text
 from shieldbench.reports._model import DatasetGroup
 
@@ -43,44 +44,6 @@ def comparison_markdown(group: DatasetGroup) -> list[str]:
                 Md(est_text(e.summary.operations.latency.p50, digits=2)),
             ]
         )
-    pairs: list[list[str | Md]] = []
-    for pair in cmp.pairs:
-        verdicts = {v.metric: v for v in pair.verdicts}
-        for m in (pair.attacks, pair.benign):
-            v = verdicts[m.metric]
-            t = m.table
-            pairs.append(
-                [
-                    pair.a,
-                    pair.b,
-                    m.metric.replace("_", " "),
-                    Md(rate_text(m.rate_a, n=False)),
-                    Md(rate_text(m.rate_b, n=False)),
-                    Md(paired_difference_text(m)),
-                    Md(f"{t.only_a} / {t.only_b}"),
-                    m.test.method,
-                    Md(p_text(v.p_value)),
-                    Md(p_text(v.p_adjusted)),
-                    Md(f"**{v.verdict}**" if v.verdict.startswith("signif") else v.verdict),
-                ]
-            )
-        if pair.auc is not None and pair.auc.difference is not None and "roc_auc" in verdicts:
-            v = verdicts["roc_auc"]
-            pairs.append(
-                [
-                    pair.a,
-                    pair.b,
-                    "ROC-AUC",
-                    Md(est_text(pair.auc.auc_a, digits=3)),
-                    Md(est_text(pair.auc.auc_b, digits=3)),
-                    Md(f"{pair.auc.difference:+.3f}"),
-                    Md(DASH),
-                    "DeLong (paired)",
-                    Md(p_text(v.p_value)),
-                    Md(p_text(v.p_adjusted)),
-                    Md(f"**{v.verdict}**" if v.verdict.startswith("signif") else v.verdict),
-                ]
-            )
     lines = [
         "",
         title,
@@ -90,27 +53,15 @@ def comparison_markdown(group: DatasetGroup) -> list[str]:
         f" (McNemar: exact below 25 discordant pairs, else chi-square with continuity"
         f" correction; DeLong for ROC-AUC); {md_text(s.correction)} correction over all"
         f' comparisons at alpha {s.alpha:g}. Verdicts read "a is … than b".',
-        "",
-        md_table(
-            ["#", "Defense", "Block rate", "FPR", "Balanced acc.", "ROC-AUC", "p50 ms"], board
+        *fit_table(
+            ["#", "Defense", "Block rate", "FPR", "Balanced acc.", "ROC-AUC", "p50 ms"],
+            board,
+            keep=2,
         ),
         "",
-        md_table(
-            [
-                "a",
-                "b",
-                "Metric",
-                "a",
-                "b",
-                "a − b (points)",
-                "Discordant only a / only b",
-                "Test",
-                "p",
-                "p adj.",
-                "Verdict",
-            ],
-            pairs,
-        ),
+        "Every pair: a − b with its 95% paired interval; bold with ▲ / ▼ where a is"
+        " significantly better / worse.",
+        *pairs_matrix(cmp),
     ]
     if cmp.non_inferiority:
         rows: list[list[str | Md]] = []
@@ -135,4 +86,6 @@ def comparison_markdown(group: DatasetGroup) -> list[str]:
                 ["Candidate", "Metric", "Candidate − baseline", "Bound", "p adj.", "Result"], rows
             ),
         ]
+    if group.by_category is not None:
+        lines += category_matrix(group.by_category)
     return lines

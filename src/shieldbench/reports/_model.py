@@ -24,12 +24,14 @@ from shieldbench.datasets import SampleSizeWarning
 from shieldbench.defenses import DualGain, PathShares
 from shieldbench.metrics import (
     Comparison,
+    GroupedComparisons,
     GroupRates,
     PrecisionRecallCurve,
     RocCurve,
     RunSummary,
     TradeOff,
 )
+from shieldbench.reports._plane import TradeoffPlane
 from shieldbench.reports._records import Recommendation, ReportSettings
 from shieldbench.types import DatasetInfo, DefenseInfo, RunConfig
 
@@ -287,7 +289,11 @@ class DatasetGroup:
     """Runs on the same data (same content hash) and, with two or more, their comparison.
 
     ``comparison_note`` says why runs on the same data were not compared (e.g.
-    they recorded different error policies), else ``None``.
+    they recorded different error policies), else ``None``. ``planes`` puts the
+    runs on the security / utility plane, overall first, then per attack category;
+    ``by_category`` holds every pair's paired tests within each category (one Holm
+    family, as ``compare --by category``), ``None`` with fewer than two runs or
+    when they could not be compared.
     """
 
     dataset: DatasetInfo
@@ -295,6 +301,8 @@ class DatasetGroup:
     comparison: Comparison | None
     comparison_note: str | None
     sample_size_warnings: tuple[SampleSizeWarning, ...]
+    planes: tuple[TradeoffPlane, ...] = ()
+    by_category: GroupedComparisons | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -303,6 +311,8 @@ class DatasetGroup:
             "comparison": None if self.comparison is None else self.comparison.to_dict(),
             "comparison_note": self.comparison_note,
             "sample_size_warnings": [w.to_dict() for w in self.sample_size_warnings],
+            "planes": [p.to_dict() for p in self.planes],
+            "by_category": None if self.by_category is None else self.by_category.to_dict(),
         }
 
 
@@ -341,6 +351,7 @@ class Report:
     attack: AttackSection | None
     recommendations: tuple[Recommendation, ...]
     schema_version: int = REPORT_SCHEMA_VERSION
+    end_to_end: Mapping[str, Any] | None = None  # runs with a target (reports._e2e_view)
 
     def run(self, label: str) -> RunSection:
         """The run section labelled ``label`` (``KeyError`` naming the labels if none)."""
@@ -362,4 +373,4 @@ class Report:
             "groups": [g.to_dict() for g in self.groups],
             "attack": None if self.attack is None else self.attack.to_dict(),
             "recommendations": [r.to_dict() for r in self.recommendations],
-        }
+        } | ({} if self.end_to_end is None else {"end_to_end": self.end_to_end})

@@ -25,6 +25,7 @@ rule order within a priority). The thresholds are stated in each rule:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from shieldbench.metrics import Rate, required_sample_size
@@ -94,11 +95,19 @@ def false_positive_cost(ctx: Context) -> Iterator[Recommendation]:
         priority: Priority = (
             "critical" if r.value > 5 * target else "warning" if r.value > target else "info"
         )
-        advice = (
-            f"; above the {pct(target)} target: raise the threshold or review the false positives"
-            if r.value > target
-            else ""
-        )
+        from_errors = run.errors.benign_errors if run.errors.counted_as == "blocked" else 0
+        advice = ""
+        if r.value > target and from_errors * 2 >= r.k:
+            # Failed calls counted as blocked, not decisions: a threshold would not help.
+            advice = (
+                f"; {from_errors} of these {r.k} are failed calls counted as blocked under"
+                f" {run.errors.policy}, not decisions of the defense: fix the errors first"
+            )
+        elif r.value > target:
+            advice = (
+                f"; above the {pct(target)} target: raise the threshold or review the false"
+                " positives"
+            )
         yield rec(
             priority,
             "false_positive_cost",
@@ -129,14 +138,13 @@ def error_rate(ctx: Context) -> Iterator[Recommendation]:
         priority: Priority = "critical" if share > 0.1 else "warning" if share > 0.01 else "info"
         kinds = listing([f"{k} x{v}" for k, v in e.by_type.items()])
         effect = _POLICY_EFFECT[e.counted_as].format(a=e.attack_errors, b=e.benign_errors)
-        timeout = run.config.timeout_s
         yield rec(
             priority,
             "error_rate",
             run.label,
             f"{e.total} of {e.n_outcomes} calls failed ({pct(share)}: {kinds}); {effect}. Check"
             " the defense's availability"
-            + (f" and the {timeout:g} s timeout" if timeout is not None else "")
+            + _timeouts_text(run.config.timeout_s, run.defense.spec)
             + ", or re-run with another --error-policy to see how much the figures depend"
             " on the failures.",
             errors=e.total,
@@ -144,6 +152,27 @@ def error_rate(ctx: Context) -> Iterator[Recommendation]:
             error_rate=share,
             policy=e.policy,
         )
+
+
+_SPEC_TIMEOUT = re.compile(r"\btimeout\s*=\s*([0-9]+(?:\.[0-9]+)?)")
+
+
+def _timeouts_text(run_timeout: float | None, spec: str) -> str:
+    """The timeouts actually in force: the spec's own (``timeout=1``) and the run's.
+
+    >>> _timeouts_text(30.0, "http(http://x/check, timeout=1)")
+    ' and the timeouts (the spec sets timeout=1 s, the run 30 s per call)'
+    >>> _timeouts_text(None, "pattern")
+    ''
+    """
+    in_spec = [f"timeout={m.group(1)} s" for m in _SPEC_TIMEOUT.finditer(spec)]
+    run_text = None if run_timeout is None else f"{run_timeout:g} s per call"
+    if in_spec:
+        parts = f"the spec sets {', '.join(in_spec)}" + (
+            f", the run {run_text}" if run_text else ""
+        )
+        return f" and the timeouts ({parts})"
+    return f" and the {run_timeout:g} s timeout" if run_timeout is not None else ""
 
 
 def _needed(r: Rate, margin: float) -> int:

@@ -19,13 +19,18 @@ Priority = Literal["critical", "warning", "info"]
 
 @dataclass(frozen=True, slots=True)
 class ReportSettings:
-    """The knobs a report was built with (reported with it)."""
+    """The knobs a report was built with (reported with it).
+
+    ``max_fpr`` is the reader's policy ("FPR at most 2%"), drawn as a line on the
+    security / utility plane; ``None`` when none was given.
+    """
 
     margin: float
     examples: int
     coverage_target: float
     target_fpr: float
     text_limit: int
+    max_fpr: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -34,6 +39,7 @@ class ReportSettings:
             "coverage_target": self.coverage_target,
             "target_fpr": self.target_fpr,
             "text_limit": self.text_limit,
+            "max_fpr": self.max_fpr,
         }
 
 

@@ -38,14 +38,16 @@ def summary_rows(runs: Sequence[RunSection]) -> list[tuple[str, list[str]]]:
     if any(s is not None for s in scores):
         rows.append(("ROC-AUC", [DASH if s is None else est_text(s.roc_auc) for s in scores]))
         rows.append(("PR-AUC", [DASH if s is None else est_text(s.pr_auc) for s in scores]))
+        target = next(s.target_fpr for s in scores if s is not None)
         rows.append(
             (
-                "Block rate at FPR ≤ target",
+                f"Block rate at FPR ≤ {pct(target)} (threshold)",
                 [
                     DASH
                     if s is None or s.tpr_at_fpr is None
-                    else f"{rate_text(s.tpr_at_fpr.block_rate, n=False)} at threshold"
-                    f" {s.tpr_at_fpr.threshold:.4g} (target {pct(s.target_fpr)})"
+                    else f"{rate_text(s.tpr_at_fpr.block_rate, n=False)} at"
+                    f" {s.tpr_at_fpr.threshold:.4g}"
+                    + ("" if s.target_fpr == target else f" (target {pct(s.target_fpr)})")
                     for s in scores
                 ],
             )

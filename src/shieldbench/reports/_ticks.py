@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["plain_log_xaxis"]
+__all__ = ["nice_end", "plain_log_xaxis"]
 
 
 def plain_log_xaxis(ax: Axes) -> None:
@@ -37,3 +37,17 @@ def plain_log_xaxis(ax: Axes) -> None:
 
     ax.xaxis.set_major_formatter(FuncFormatter(major))
     ax.xaxis.set_minor_formatter(FuncFormatter(minor))
+
+
+def nice_end(top: float, *, steps: tuple[float, ...] = (1.0, 2.0, 5.0)) -> float:
+    """The smallest of ``steps`` times a power of ten that is at least ``top``, capped
+    at 1.0 (an axis or bar-scale end for a rate): 0.031 -> 0.05, 0.2 -> 0.2, 0.6 -> 1.0;
+    with ``steps=(1, 1.5, 2, 3, 5, 7.5)`` 0.21 -> 0.3.
+    """
+    if top <= 0:
+        return 1.0
+    power = 10.0 ** math.floor(math.log10(top))
+    for step in steps:
+        if step * power >= top - 1e-12:
+            return min(1.0, round(step * power, 12))
+    return min(1.0, 10 * power)

@@ -8,11 +8,10 @@ so a reader never sees half a report. Texts from data may hold a lone surrogate
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from shieldbench._textio import write_text_atomic
 from shieldbench.errors import ConfigError
 from shieldbench.reports._html import render_html
 from shieldbench.reports._json import render_json
@@ -30,15 +29,7 @@ FORMATS: tuple[str, ...] = tuple(_RENDERERS)
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a report is meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, text)
 
 
 def write_reports(

@@ -167,11 +167,9 @@ def _import(module_name: str, spec_text: str) -> types.ModuleType:
         if not on_path and importlib.machinery.PathFinder.find_spec(top, [cwd]) is not None:
             sys.path.insert(0, cwd)
             return _import(module_name, spec_text)
-        where = "is" if on_path else "is not"
         raise SpecError(
-            f"{spec_text!r}: no module named {missing!r}. Install it, or put its folder on"
-            f" PYTHONPATH (the current directory {cwd} {where} on sys.path;"
-            " modules in it are found automatically)"
+            f"{spec_text!r}: no module named {missing!r} on sys.path or in the current"
+            f" directory {cwd}. Install it, or add the folder that holds it to PYTHONPATH"
         ) from exc
     except Exception as exc:
         raise SpecError(

@@ -63,6 +63,15 @@ __all__ = [
 ]
 
 
+def _skew_note(message: Warning | str) -> str:
+    """A readable note for a warning raised while loading a pickled model."""
+    original = getattr(message, "original_sklearn_version", None)
+    current = getattr(message, "current_sklearn_version", None)
+    if original and current:
+        return f"model pickled with scikit-learn {original}, loaded with {current}"
+    return f"{type(message).__name__} while loading the model"
+
+
 def _version(distribution: str) -> str:
     try:
         return f"{distribution} {metadata.version(distribution)}"
@@ -94,6 +103,7 @@ class NanoGuardDefense:
 
         self.threshold = threshold
         self._model: Any = NanoGuard(device=device, threshold=threshold)
+        self.distribution = "metatronnanoguard"  # recorded as the run's defense_package
         self.version = _version("metatronnanoguard")
 
     def _verdict(self, result: Any) -> Verdict:
@@ -132,14 +142,15 @@ class GuardifyDefense:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             guard = LogisticRegressionGuardrail()
-        skew = sorted({type(w.message).__name__ for w in caught})
+        skew = sorted({_skew_note(w.message) for w in caught})
         self._clf: Any = guard._clf
         self._vectorizer: Any = guard._vectorizer
         classes = [int(c) for c in self._clf.classes_]
         if 1 not in classes:
             raise DefenseError(f"guardify's classifier has classes {classes}, expected 0 and 1")
         self._column = classes.index(1)
-        self.version = _version("prompt-guardrail") + (f" ({', '.join(skew)})" if skew else "")
+        self.distribution = "prompt-guardrail"  # recorded as the run's defense_package
+        self.version = _version("prompt-guardrail") + (f" ({'; '.join(skew)})" if skew else "")
 
     def check(self, text: str) -> Verdict:
         return self.check_batch([text])[0]
@@ -174,6 +185,7 @@ class InjectionShieldDefense:
         except KeyError:
             names = ", ".join(level.name.lower() for level in levels if level.value > 0)
             raise SpecError(f"injectionshield: threshold must be one of {names}") from None
+        self.distribution = "injectionshield"  # recorded as the run's defense_package
         self.version = _version("injectionshield")
 
     @staticmethod
@@ -207,6 +219,7 @@ class PromptLintDefense:
         self.threshold = threshold
         self._firewall: Any = Firewall(mode="block")
         self._blocking = frozenset({Decision.BLOCK, Decision.ESCALATE_TO_HUMAN})
+        self.distribution = "prompt-lint-py"  # recorded as the run's defense_package
         self.version = _version("prompt-lint-py")
 
     def check(self, text: str) -> Verdict:
@@ -238,6 +251,7 @@ class PromptSafeDefense:
 
         self._scan = scan
         self.threshold = threshold
+        self.distribution = "promptsafe"  # recorded as the run's defense_package
         self.version = _version("promptsafe")
 
     def check(self, text: str) -> Verdict:

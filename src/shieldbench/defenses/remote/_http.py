@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from json.encoder import encode_basestring
 from urllib.parse import urlencode, urlsplit
 
+from shieldbench._redact import check_header_value
 from shieldbench.defenses.remote._clients import ClientPool
 from shieldbench.defenses.remote._llm import net_options
 from shieldbench.defenses.remote._net import (
@@ -75,6 +76,10 @@ Path = tuple[str | int, ...]
 _STEP = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]|\[(?:'([^']*)'|\"([^\"]*)\")\]")
 _CONDITION = re.compile(r"^(?P<path>[^=!<>]+?)\s*(?P<op>==|!=|>=|>)\s*(?P<value>.+)$")
 _SECRET_HEADER = re.compile(r"authorization|cookie|key|token|secret|password", re.IGNORECASE)
+_SECRET_QUERY = re.compile(
+    r"(?:^|&)[^=&]*(?:key|token|secret|password|passwd|auth|signature|credential)[^=&]*=",
+    re.IGNORECASE,
+)
 _ENV_VALUE = re.compile(r"^(?P<prefix>.*?)env:(?P<var>[A-Za-z_][A-Za-z0-9_]*)$")
 _MISSING = object()
 
@@ -214,6 +219,9 @@ def resolve_headers(raw: Mapping[str, str]) -> tuple[dict[str, str], tuple[Secre
         env = _ENV_VALUE.match(value)
         if env is not None:
             secret = env_secret(env["var"], what=f"header {name}")
+            # One rule for httpx (check) and aiohttp (run): refused here, value never shown.
+            source = f"environment variable {env['var']}"
+            check_header_value(name, env["prefix"] + secret.reveal(), source=source)
             secrets.append(secret)
             headers[name] = env["prefix"] + secret.reveal()
         elif _SECRET_HEADER.search(name):
@@ -222,6 +230,7 @@ def resolve_headers(raw: Mapping[str, str]) -> tuple[dict[str, str], tuple[Secre
                 f" e.g. header.{name}=Bearer env:GUARD_KEY (a literal would be stored in runs)"
             )
         else:
+            check_header_value(name, value, source="the spec")
             headers[name] = value
     return headers, tuple(secrets)
 
@@ -242,9 +251,10 @@ class HTTPDefense:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ConfigError(f"http: {url!r} is not an http:// or https:// URL")
-        if parts.username or parts.password:
+        if parts.username or parts.password or _SECRET_QUERY.search(parts.query):
             raise ConfigError(
-                "http: no credentials in the URL; use header.Authorization=Bearer env:VARIABLE"
+                "http: no credentials in the URL (user:password@ or a key/token query"
+                " parameter); use header.Authorization=Bearer env:VARIABLE"
             )
         self.method = method.upper()
         if self.method not in ("GET", "POST", "PUT"):

@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from shieldbench._redact import check_header_value
 from shieldbench.defenses.remote._clients import ClientPool
 from shieldbench.defenses.remote._llm_parse import (
     ATTACK_LABELS,
@@ -146,6 +147,8 @@ class LLMDefense:
         headers = dict(JSON_HEADERS)
         if api_key_env is not None:
             self._key = env_secret(api_key_env, what=f"llm {model}")
+            source = f"environment variable {api_key_env}"
+            check_header_value("Authorization", f"Bearer {self._key.reveal()}", source=source)
             headers["Authorization"] = f"Bearer {self._key.reveal()}"
         self._secrets = () if self._key is None else (self._key,)
         self._pool = ClientPool(timeout_s=options.timeout_s, headers=headers)

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from shieldbench._redact import register_secret
 from shieldbench.errors import ConfigError, DefenseError, TransientDefenseError
 
 __all__ = [
@@ -91,6 +92,7 @@ def env_secret(var: str, *, what: str) -> Secret:
     value = os.environ.get(var)
     if not value:
         raise ConfigError(f"{what}: environment variable {var} is not set; export {var}=...")
+    register_secret(value)  # masked wherever it could surface (shieldbench._redact)
     return Secret(value)
 
 
@@ -241,6 +243,7 @@ class _Attempts:
         self.attempt = 0
         self.message = ""
         self.retry_after: float | None = None
+        self.timed_out = False  # whether the last attempt timed out
 
     def response(self, response: Reply) -> Reply | None:
         """The response when usable; ``None`` when transient; raises when permanent."""
@@ -249,6 +252,7 @@ class _Attempts:
             return response
         snippet = redact(response.text[:200], self.secrets)
         self.message = f"{self.what}: HTTP {status} {response.reason}: {snippet!r}"
+        self.timed_out = False
         if status in _TRANSIENT_STATUS or status >= 500:
             self.retry_after = parse_retry_after(response.headers.get("retry-after"))
             return None
@@ -267,6 +271,7 @@ class _Attempts:
             detail = str(exc)
         self.message = redact(f"{self.what}: {detail}", self.secrets)
         self.retry_after = None
+        self.timed_out = exc.timed_out
 
     def wait_s(self) -> float | None:
         """Seconds to wait before the next attempt, or ``None`` to give up (and raise)."""
@@ -278,9 +283,14 @@ class _Attempts:
         return min(MAX_BACKOFF_S, backoff)
 
     def give_up(self) -> DefenseError:
+        error: DefenseError
         if self.options.retries == 0:
-            return TransientDefenseError(self.message, retry_after_s=self.retry_after)
-        return DefenseError(f"{self.message} (gave up after {self.attempt} attempts)")
+            error = TransientDefenseError(self.message, retry_after_s=self.retry_after)
+        else:
+            error = DefenseError(f"{self.message} (gave up after {self.attempt} attempts)")
+        # The engine files an error whose last attempt timed out as a timeout outcome.
+        error.timed_out = self.timed_out
+        return error
 
 
 def send_sync(

@@ -35,5 +35,16 @@
     control.addEventListener("change", function () { apply(tableId); });
     apply(tableId);
   });
+  // Copy buttons next to shortened hashes and ids: the full value is in data-copy
+  // (and in the title); it is only ever passed to the clipboard as text.
+  document.querySelectorAll("button.copy[data-copy]").forEach(function (button) {
+    button.addEventListener("click", function () {
+      var value = button.getAttribute("data-copy") || "";
+      var done = function () { button.classList.add("done"); button.textContent = "copied"; };
+      if (navigator.clipboard && navigator.clipboard.writeText) {
+        navigator.clipboard.writeText(value).then(done, function () {});
+      }
+    });
+  });
   document.documentElement.setAttribute("data-report-script", "ran");
 })();

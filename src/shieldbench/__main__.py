@@ -1,0 +1,3 @@
+from shieldbench.cli import main
+
+main()

@@ -1,0 +1,358 @@
+"""The Ray executor: the same engine on a pool of Ray actors, one defense per worker.
+
+How a run goes:
+
+- **One defense per worker.** Each actor builds the defense from its *spec string*
+  once (``build_defense(spec)`` on the worker: the defense object itself is never
+  pickled, so a model is loaded where it runs, on the worker's CPU or GPU).
+- **Batches out, outcomes back as they arrive.** The driver cuts the positions to
+  screen into batches of ``batch_size`` texts (``RunConfig.batch_size`` unless the
+  executor says otherwise), keeps ``in_flight`` batches queued per actor so no
+  worker waits on the driver, and records each finished batch's outcomes at once:
+  into the results, the checkpoint and the progress hook. ``--resume`` therefore
+  works as for a local run: the checkpoint holds every batch that came back.
+- **The local engine inside each worker.** A worker screens its batch with the
+  local engine (:func:`~shieldbench.engine._execute.execute`), so timeouts, retries
+  of transient errors, errors as outcomes, the capability choice (``check_batch`` >
+  ``acheck`` > ``check``) and ``concurrency`` (calls in flight *per worker*) behave
+  exactly as locally, and a per-sample step the engine runs after a check runs on
+  the worker too. Warm-up runs once per worker, on its first batch.
+- **A lost worker loses no outcome.** When an actor dies (its process is killed, its
+  node goes away) the batches it held are sent again to a fresh actor; the driver
+  records a batch only once, so every sample gets exactly one outcome. After
+  :func:`replacement_limit` replacements the run stops with
+  :class:`~shieldbench.errors.RunError` (what finished stays in the checkpoint).
+- **Clear errors.** An address that does not answer and a defense that cannot be
+  built on a worker (a package missing there) are :class:`~shieldbench.errors.RunError`
+  naming the address or the spec and the worker's own error.
+
+Ray is imported only when an executor starts, so the CLI does not pay for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import socket
+from collections import deque
+from collections.abc import Iterator, Sequence
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
+
+from shieldbench.engine._record import Recorder
+from shieldbench.errors import ConfigError, RunError
+from shieldbench.types import Outcome, RunConfig
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+__all__ = ["RayExecutor", "replacement_limit"]
+
+_WAIT_S = 0.1  # the driver wakes at least this often to report progress and flush
+
+
+def replacement_limit(workers: int) -> int:
+    """How many dead actors are replaced in one call before the run gives up."""
+    return max(4, 2 * workers)
+
+
+class _Screener:
+    """A Ray actor: builds the defense once, then screens batches with the local engine."""
+
+    def __init__(self, spec: str) -> None:
+        from shieldbench.defenses import build_defense
+
+        self._defense = build_defense(spec)
+        self._warm = False
+
+    def ready(self) -> tuple[int, str]:
+        """``(pid, capability)``: the driver waits for this before sending batches."""
+        from shieldbench.engine._execute import capability
+
+        return os.getpid(), capability(self._defense)
+
+    def screen(self, ids: list[str], texts: list[str], config: dict[str, Any]) -> list[Outcome]:
+        from shieldbench.engine._execute import execute
+
+        cfg = RunConfig.from_dict(config)
+        if self._warm:
+            cfg = dataclasses.replace(cfg, warmup=0)
+        self._warm = True
+        results: list[Outcome | None] = [None] * len(texts)
+        execute(self._defense, texts, ids, range(len(texts)), config=cfg, results=results)
+        return [o for o in results if o is not None]
+
+
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Fail fast with a clear error when ``HOST:PORT`` does not accept connections."""
+    if address in ("auto", "local") or "://" in address:
+        return
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigError(
+            f"--ray-address {address!r}: give HOST:PORT of the Ray head (e.g. 10.0.0.5:6379),"
+            " 'auto', or a ray:// client address"
+        )
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise RunError(
+            f"cannot reach the Ray cluster at {address} ({exc.strerror or exc}); start it with"
+            " `ray start --head --port PORT` there, or check the address and firewall"
+        ) from None
+
+
+def _cause(exc: BaseException) -> str:
+    """The worker-side error inside a Ray exception, as one readable line."""
+    text = str(exc)
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line and not line.startswith(("File ", "^", "Traceback", "The actor", "(")):
+            return line
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+
+
+@dataclasses.dataclass(slots=True)
+class _Batch:
+    positions: tuple[int, ...]
+    sent: int = 0  # how many times it was sent (resent after its actor died)
+
+
+class RayExecutor:
+    """Screen on a Ray cluster: a pool of ``workers`` actors building ``spec`` once each.
+
+    ``address`` is ``None`` for a local Ray started on this machine (or the Ray
+    already initialised in this process), ``HOST:PORT`` of a head node started with
+    ``ray start --head``, ``auto`` (the cluster of ``RAY_ADDRESS`` or of
+    ``ray job submit``) or a ``ray://`` client address. ``workers`` actors each
+    reserve ``cpus_per_worker`` CPUs and ``gpus_per_worker`` GPUs. ``batch_size``
+    overrides ``RunConfig.batch_size`` for the batches sent to the workers; each
+    actor has ``in_flight`` batches queued.
+
+    Use it as a context manager (or call :meth:`close`): actors live across calls,
+    so an attack screening many rounds pays the defense's start-up once per worker.
+
+    Example (needs Ray)::
+
+        with RayExecutor("pattern", workers=4) as pool:
+            run = run_defense(build_defense("pattern"), data, defense_spec="pattern",
+                              executor=pool)
+    """
+
+    def __init__(
+        self,
+        spec: str,
+        *,
+        address: str | None = None,
+        workers: int = 2,
+        cpus_per_worker: float = 1.0,
+        gpus_per_worker: float = 0.0,
+        batch_size: int | None = None,
+        in_flight: int = 2,
+    ) -> None:
+        if not isinstance(spec, str) or not spec.strip():
+            raise ConfigError("the Ray executor needs the defense's spec string")
+        if not isinstance(workers, int) or workers < 1:
+            raise ConfigError(f"--workers must be a positive integer, got {workers!r}")
+        if batch_size is not None and batch_size < 1:
+            raise ConfigError(f"batch_size must be positive, got {batch_size!r}")
+        if cpus_per_worker < 0 or gpus_per_worker < 0 or in_flight < 1:
+            raise ConfigError("cpus/gpus per worker must be >= 0 and in_flight >= 1")
+        self.spec = spec
+        self.address = address
+        self.workers = workers
+        self.cpus_per_worker = cpus_per_worker
+        self.gpus_per_worker = gpus_per_worker
+        self.batch_size = batch_size
+        self.in_flight = in_flight
+        self.capability = "check"
+        self.replaced = 0  # actors replaced after dying, over the executor's life
+        self._actors: list[Any] = []
+        self._remote: Any = None
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def __enter__(self) -> RayExecutor:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Connect to (or start) Ray and build the actors; idempotent."""
+        if self._actors:
+            return
+        ray = _import_ray()
+        if self.address is not None:
+            _check_reachable(self.address)
+        if not ray.is_initialized():
+            try:
+                ray.init(
+                    address=self.address or "local",
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    configure_logging=False,
+                    **(
+                        {} if self.address else {"num_cpus": max(self.workers, os.cpu_count() or 1)}
+                    ),
+                )
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise RunError(
+                    f"cannot connect to the Ray cluster at {self.address or 'a local Ray'}: {exc}"
+                ) from None
+        self._remote = ray.remote(
+            num_cpus=self.cpus_per_worker, num_gpus=self.gpus_per_worker, max_restarts=0
+        )(_Screener)
+        actors = [self._new_actor() for _ in range(self.workers)]
+        try:
+            caps = ray.get([a.ready.remote() for a in actors])
+        except ray.exceptions.RayError as exc:
+            for a in actors:
+                ray.kill(a)
+            raise RunError(
+                f"defense {self.spec!r} cannot be built on a Ray worker: {_cause(exc)}."
+                " Install on every node what the spec needs (shieldbench with the same"
+                " extras, the package of a python: defense, the model files)"
+            ) from None
+        self.capability = caps[0][1]
+        self._actors = actors
+
+    def _new_actor(self) -> Any:
+        return self._remote.remote(self.spec)
+
+    def close(self) -> None:
+        """Kill the actors (Ray itself stays up for the rest of the process)."""
+        if not self._actors:
+            return
+        ray = _import_ray()
+        for actor in self._actors:
+            with contextlib.suppress(Exception):
+                ray.kill(actor)
+        self._actors = []
+
+    def worker_pids(self) -> list[int]:
+        """The process ids of the live actors (for tests and diagnostics)."""
+        ray = _import_ray()
+        return [pid for pid, _ in ray.get([a.ready.remote() for a in self._actors])]
+
+    # -- screening ---------------------------------------------------------------
+
+    def execute(
+        self,
+        texts: Sequence[str],
+        ids: Sequence[str],
+        positions: Sequence[int],
+        *,
+        config: RunConfig,
+        recorder: Recorder,
+    ) -> str:
+        """Record an outcome for every ``i`` in ``positions``; returns the capability."""
+        self.start()
+        ray = _import_ray()
+        size = self.batch_size or config.batch_size
+        batches: Iterator[_Batch] = (
+            _Batch(tuple(positions[k : k + size])) for k in range(0, len(positions), size)
+        )
+        retry: deque[_Batch] = deque()
+        cfg = config.to_dict()
+        queued: dict[Any, tuple[int, _Batch]] = {}  # object ref -> (actor slot, batch)
+        load = [0] * len(self._actors)
+        results = recorder.results
+        replaced_here = 0
+
+        def send(slot: int, batch: _Batch) -> None:
+            batch.sent += 1
+            ref = self._actors[slot].screen.remote(
+                [ids[i] for i in batch.positions], [texts[i] for i in batch.positions], cfg
+            )
+            queued[ref] = (slot, batch)
+            load[slot] += 1
+
+        try:
+            while True:
+                for slot in range(len(self._actors)):
+                    while load[slot] < self.in_flight:
+                        batch = retry.popleft() if retry else next(batches, None)
+                        if batch is None:
+                            break
+                        send(slot, batch)
+                if not queued:
+                    break
+                ready, _ = ray.wait(list(queued), num_returns=1, timeout=_WAIT_S)
+                for ref in ready:
+                    if ref not in queued:  # requeued when its actor was found dead
+                        continue
+                    slot, batch = queued.pop(ref)
+                    load[slot] -= 1
+                    try:
+                        outcomes: list[Outcome] = ray.get(ref)
+                    except ray.exceptions.RayActorError as exc:
+                        retry.append(batch)
+                        replaced_here += self._replace_dead(slot, queued, retry, load, exc)
+                        if replaced_here > replacement_limit(self.workers):
+                            raise RunError(
+                                f"{replaced_here} Ray workers died during this run (last:"
+                                f" {_cause(exc)}); finished outcomes are in the checkpoint,"
+                                " resume when the cluster is healthy"
+                            ) from None
+                        continue
+                    except ray.exceptions.RayTaskError as exc:
+                        raise RunError(f"a Ray worker failed: {_cause(exc)}") from None
+                    for i, outcome in zip(batch.positions, outcomes, strict=True):
+                        if results[i] is None:  # a resent batch may come back twice
+                            recorder.put(i, outcome)
+                recorder.tick(perf_counter())
+        except BaseException:
+            for ref in queued:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref, force=False)
+            raise
+        return self.capability
+
+    def _replace_dead(
+        self,
+        slot: int,
+        queued: dict[Any, tuple[int, _Batch]],
+        retry: deque[_Batch],
+        load: list[int],
+        exc: BaseException,
+    ) -> int:
+        """Requeue the dead actor's other batches and give its slot a fresh actor."""
+        ray = _import_ray()
+        for ref, (s, batch) in list(queued.items()):
+            if s == slot:
+                del queued[ref]
+                retry.append(batch)
+        load[slot] = 0
+        with contextlib.suppress(Exception):
+            ray.kill(self._actors[slot])
+        actor = self._new_actor()
+        try:
+            ray.get(actor.ready.remote())
+        except ray.exceptions.RayError as again:
+            raise RunError(
+                f"a Ray worker died ({_cause(exc)}) and its replacement could not start:"
+                f" {_cause(again)}"
+            ) from None
+        self._actors[slot] = actor
+        self.replaced += 1
+        return 1
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(
+            "--executor ray needs Ray, which is not installed; install it with:"
+            " pip install 'shieldbench[ray]'"
+        ) from None
+    return ray

@@ -1,0 +1,46 @@
+"""A local Ray cluster, started once per test session (skipped when Ray is absent).
+
+``raydefs/`` goes on ``PYTHONPATH`` before Ray starts, so the worker processes it
+spawns can import the test defenses by their ``python:`` specs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+RAYDEFS = Path(__file__).resolve().parent / "raydefs"
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[Any]:
+    try:
+        import ray
+    except ImportError:
+        pytest.skip("Ray is not installed (pip install 'shieldbench[ray]')")
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(RAYDEFS), old) if p)
+    sys.path.insert(0, str(RAYDEFS))
+    temp = tempfile.mkdtemp(prefix="sbray-")
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        _temp_dir=temp,
+    )
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+        sys.path.remove(str(RAYDEFS))
+        if old is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = old
