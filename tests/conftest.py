@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+# A real PostgreSQL server and the ``store_url`` fixture (SQLite and PostgreSQL).
+pytest_plugins = ["tests._postgres"]
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 

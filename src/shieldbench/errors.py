@@ -10,6 +10,7 @@
     ├── DefenseError           a defense failed on a text (recorded as an error outcome)
     │   └── TransientDefenseError  worth retrying (network blip, rate limit, 5xx)
     ├── RunError               a run cannot be built, resumed or compared
+    ├── StoreError             the history database cannot be opened, read or written
     └── StatisticsError        a statistic asked of data that cannot give it
 
 Every message says what went wrong, where, and what to do about it.
@@ -28,6 +29,7 @@ __all__ = [
     "ShieldbenchError",
     "SpecError",
     "StatisticsError",
+    "StoreError",
     "TransientDefenseError",
 ]
 
@@ -109,6 +111,10 @@ class TransientDefenseError(DefenseError):
 
 class RunError(ShieldbenchError):
     """A run cannot be built, resumed, loaded or compared."""
+
+
+class StoreError(ShieldbenchError):
+    """The history store cannot be opened, migrated, read or written (names the database)."""
 
 
 class StatisticsError(ShieldbenchError):

@@ -1,0 +1,182 @@
+"""Where the history lives and how it is opened: URLs, engines, sessions.
+
+The database is chosen, first match wins, by an explicit URL (``--db``), the
+``SHIELDBENCH_DB`` environment variable, or the default SQLite file
+``.shieldbench/history.db`` under the working directory. A URL is
+``sqlite:///PATH``, ``postgresql://user:pass@host:port/db`` (driven by psycopg 3)
+or a plain file path (a SQLite file).
+
+SQLite is opened in WAL mode (readers never wait for a writer), with foreign keys
+enforced and a busy timeout (a second writer waits for the first instead of
+failing). Transactions that write start with ``BEGIN IMMEDIATE``, so two writers
+queue at the start rather than deadlock on a lock upgrade.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, exc
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from shieldbench.errors import StoreError
+from shieldbench.store._migrate import ensure_schema
+
+__all__ = ["DEFAULT_PATH", "ENV_VAR", "StoreEngine", "display_url", "open_engine", "resolve_url"]
+
+ENV_VAR = "SHIELDBENCH_DB"
+DEFAULT_PATH = Path(".shieldbench") / "history.db"
+_WRITE = "shieldbench_write"
+
+
+def resolve_url(
+    db: str | None = None, *, env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> tuple[URL, bool]:
+    """The database URL to use and whether it is the default file.
+
+    Example:
+        >>> url, default = resolve_url("postgresql://u@localhost/h", env={})
+        >>> url.drivername, default
+        ('postgresql+psycopg', False)
+        >>> resolve_url(None, env={}, cwd=Path("/w"))[0].database
+        '/w/.shieldbench/history.db'
+    """
+    environ = os.environ if env is None else env
+    text = db or environ.get(ENV_VAR) or None
+    if text is None:
+        path = (cwd or Path.cwd()) / DEFAULT_PATH
+        return URL.create("sqlite", database=str(path)), True
+    where = "--db" if db else ENV_VAR
+    if "://" not in text:
+        path = Path(text).expanduser()
+        if not path.is_absolute():
+            path = (cwd or Path.cwd()) / path
+        return URL.create("sqlite", database=str(path)), False
+    try:
+        url = make_url(text)
+    except exc.ArgumentError as error:
+        raise StoreError(f"{where} {text!r}: not a database URL ({error})") from None
+    backend = url.get_backend_name()
+    if backend in ("postgresql", "postgres"):
+        return url.set(drivername="postgresql+psycopg"), False
+    if backend == "sqlite":
+        if not url.database or url.database == ":memory:":
+            raise StoreError(
+                f"{where} {text!r}: name a SQLite file (sqlite:///PATH); an in-memory"
+                " database would forget the history when the command ends"
+            )
+        return url.set(drivername="sqlite"), False
+    raise StoreError(
+        f"{where} {display_url(url)!r}: unsupported database {backend!r};"
+        " use sqlite:///PATH, postgresql://user@host/db or a file path"
+    )
+
+
+def display_url(url: URL) -> str:
+    """The URL with any password masked, for messages."""
+    if url.get_backend_name() == "sqlite":
+        return str(url.database)
+    return url.render_as_string(hide_password=True)
+
+
+def _sqlite_engine(url: URL, busy_timeout_s: float) -> Engine:
+    engine = create_engine(url, connect_args={"timeout": busy_timeout_s})
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves (below)
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            cursor.execute("PRAGMA foreign_keys = ON")
+            cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.execute("PRAGMA synchronous = NORMAL")  # WAL: durable against crashes
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Any) -> None:
+        write = conn.get_execution_options().get(_WRITE, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    return engine
+
+
+@dataclass(frozen=True, slots=True)
+class StoreEngine:
+    """An opened database: the engine, session factories and what opening did."""
+
+    url: URL
+    engine: Engine
+    write_engine: Engine
+    created: bool
+    migrated: bool
+
+    @property
+    def where(self) -> str:
+        return display_url(self.url)
+
+    @contextmanager
+    def session(self, *, write: bool = False) -> Iterator[Session]:
+        """A transaction: committed when the block ends, rolled back on any error.
+
+        ``write=True`` on SQLite takes the write lock at the start (``BEGIN
+        IMMEDIATE``), waiting up to the busy timeout for another writer.
+        """
+        factory = sessionmaker(self.write_engine if write else self.engine, expire_on_commit=False)
+        try:
+            with factory.begin() as session:
+                yield session
+        except exc.OperationalError as error:
+            raise StoreError(f"{self.where}: {_reason(error)}") from error
+        except exc.DatabaseError as error:
+            raise StoreError(f"{self.where}: {_reason(error)}") from error
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+        self.write_engine.dispose()
+
+
+def _reason(error: exc.DBAPIError) -> str:
+    text = str(error.orig).strip().splitlines()
+    return text[0] if text else type(error.orig).__name__
+
+
+def open_engine(url: URL, *, busy_timeout_s: float = 10.0, migrate: bool = True) -> StoreEngine:
+    """Connect, check the schema revision and migrate; :class:`StoreError` on failure."""
+    where = display_url(url)
+    created = False
+    if url.get_backend_name() == "sqlite":
+        path = Path(str(url.database))
+        created = not path.exists()
+        if created:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise StoreError(f"{where}: cannot create its folder ({error})") from None
+        engine = _sqlite_engine(url, busy_timeout_s)
+    else:
+        engine = create_engine(
+            url,
+            pool_pre_ping=True,
+            connect_args={"connect_timeout": max(1, int(busy_timeout_s))},
+        )
+    write_engine = engine.execution_options(**{_WRITE: True})
+    try:
+        migrated = ensure_schema(engine, write_engine, where) if migrate else False
+    except exc.DBAPIError as error:
+        engine.dispose()
+        if created:
+            Path(str(url.database)).unlink(missing_ok=True)
+        raise StoreError(f"{where}: cannot open the history database: {_reason(error)}") from None
+    except BaseException:
+        engine.dispose()
+        raise
+    return StoreEngine(url, engine, write_engine, created, migrated)

@@ -1,0 +1,1 @@
+"""Alembic revisions, one module each (``0001`` = the history tables)."""
