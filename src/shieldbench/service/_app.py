@@ -1,0 +1,206 @@
+"""The FastAPI application: check, batch, scores-only, LiteLLM guardrail, feedback, stats.
+
+:func:`create_app` builds the app for one configuration; the lifespan wires the
+:class:`~shieldbench.service._state.Service` (store, audit writer, screens) and tears it
+down gracefully. Handlers reach it through the ``service`` dependency, never a global.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.responses import JSONResponse, Response
+
+from shieldbench.service._config import ServeConfig
+from shieldbench.service._deps import ReadyService, authorized, get_service
+from shieldbench.service._edges import (
+    BodyLimit,
+    ServiceError,
+    install_error_handlers,
+    message_text,
+)
+from shieldbench.service._guard import Decision
+from shieldbench.service._models import (
+    BatchRequest,
+    BatchResponse,
+    CheckRequest,
+    CheckResponse,
+    ErrorBody,
+    FeedbackRequest,
+    FeedbackResponse,
+    GuardrailRequest,
+    GuardrailResponse,
+)
+from shieldbench.service._proxy import proxy_router
+from shieldbench.service._state import Defenses, Service
+
+__all__ = ["create_app", "get_service"]
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    s: {"model": ErrorBody} for s in (400, 401, 404, 413, 422, 502, 503, 504)
+}
+DECISION_HEADER = "x-shieldbench-decision"
+
+
+def _text_of(item: CheckRequest, service: Service) -> str:
+    if (item.text is None) == (item.messages is None):
+        raise ServiceError(422, "invalid_request", "give exactly one of 'text' or 'messages'")
+    text = item.text
+    if text is None:
+        assert item.messages is not None
+        text = message_text(item.messages, service.config.roles)
+    if len(text) > service.config.max_text_chars:
+        raise ServiceError(
+            413,
+            "text_too_long",
+            f"text has {len(text)} characters; the limit is {service.config.max_text_chars}",
+        )
+    return text
+
+
+async def _decide(
+    service: Service, item: CheckRequest, *, endpoint: str, audit: bool = True
+) -> Decision:
+    text = _text_of(item, service)
+    try:
+        return await service.guard.check(
+            text, endpoint=endpoint, metadata=item.metadata, audit=audit
+        )
+    except ServiceError:
+        raise
+    except Exception as exc:  # the audit log could not commit: refuse to answer unlogged
+        raise ServiceError(
+            503, "audit_unavailable", f"the audit log is unavailable: {exc}"
+        ) from exc
+
+
+_WINDOW = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(s|m|h|d)?\s*$")
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
+
+
+_WINDOW_PATTERN = r"^(0*[1-9][0-9]*(\.[0-9]+)?|0*\.[0-9]*[1-9][0-9]*)(s|m|h|d)?$"
+_MAX_WINDOW_S = 3650 * 86400.0
+
+
+def parse_window(raw: str) -> float:
+    """``300``, ``90s``, ``5m``, ``1h``, ``7d`` -> seconds (> 0; at most ten years)."""
+    match = _WINDOW.match(raw)
+    if match is None or float(match.group(1)) <= 0:
+        raise ServiceError(422, "invalid_request", f"window {raw!r}: use e.g. 300, 5m, 1h or 7d")
+    return min(float(match.group(1)) * _UNITS[match.group(2)], _MAX_WINDOW_S)
+
+
+def create_app(
+    config: ServeConfig, defenses: Defenses, *, api_keys: tuple[bytes, ...] = ()
+) -> FastAPI:
+    """The ASGI app serving ``defenses`` under ``config`` (see the module docstring)."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        service = await asyncio.to_thread(Service.build, config, defenses, api_keys=api_keys)
+        app.state.service = service
+        warm = asyncio.get_running_loop().create_task(service.warm_up())
+        try:
+            yield
+        finally:
+            warm.cancel()
+            await service.close()
+
+    app = FastAPI(
+        title="shieldbench guard",
+        version="1",
+        lifespan=lifespan,
+        responses=_ERRORS,
+        description="Screens texts and chat requests with a shieldbench defense.",
+    )
+    install_error_handlers(app)
+    app.add_middleware(BodyLimit, limit=config.max_body_bytes)
+    app.include_router(proxy_router(DECISION_HEADER))
+
+    @app.post("/v1/check", response_model=CheckResponse)
+    async def check(item: CheckRequest, service: ReadyService) -> JSONResponse:
+        """Screen one text (or the screened roles of ``messages``); the decision is audited."""
+        decision = await _decide(service, item, endpoint="check")
+        return JSONResponse(decision.to_json(), headers={DECISION_HEADER: decision.id})
+
+    @app.post("/v1/check/batch", response_model=BatchResponse)
+    async def check_batch(batch: BatchRequest, service: ReadyService) -> dict[str, Any]:
+        """Screen up to 256 items; each is its own audited decision."""
+        decisions = await asyncio.gather(
+            *(_decide(service, item, endpoint="batch") for item in batch.items)
+        )
+        return {"results": [d.to_json() for d in decisions]}
+
+    @app.post("/v1/score", response_model=CheckResponse)
+    async def score(item: CheckRequest, service: ReadyService) -> dict[str, Any]:
+        """The scores-only twin of /v1/check (calibration): nothing is written to the audit log."""
+        return (await _decide(service, item, endpoint="score", audit=False)).to_json()
+
+    @app.post("/beta/litellm_basic_guardrail_api", response_model=GuardrailResponse)
+    async def litellm_guardrail(request: GuardrailRequest, service: ReadyService) -> JSONResponse:
+        """LiteLLM's generic guardrail API: ``BLOCKED`` with a reason, or ``NONE``."""
+        text = "\n\n".join(request.texts)
+        if request.structured_messages and not text:
+            text = message_text(request.structured_messages, service.config.roles)
+        item = CheckRequest(
+            text=text,
+            metadata={
+                "litellm_call_id": request.litellm_call_id,
+                "input_type": request.input_type,
+            },
+        )
+        decision = await _decide(service, item, endpoint="litellm")
+        headers = {DECISION_HEADER: decision.id}
+        if decision.blocked:
+            reason = ", ".join(decision.reasons) or decision.label or "flagged"
+            body = {"action": "BLOCKED", "blocked_reason": f"shieldbench {decision.id}: {reason}"}
+            return JSONResponse(body, headers=headers)
+        return JSONResponse({"action": "NONE", "blocked_reason": None}, headers=headers)
+
+    @app.post("/v1/feedback", response_model=FeedbackResponse)
+    async def feedback(item: FeedbackRequest, service: ReadyService) -> dict[str, Any]:
+        """Attach a reviewer's ground-truth label to a decision (404 if the id is unknown)."""
+        found = await asyncio.to_thread(service.store.decision, item.id)
+        if found is None or found.get("kind") != "decision":
+            raise ServiceError(404, "not_found", f"no decision with id {item.id!r}")
+        await asyncio.to_thread(
+            service.store.add_feedback, item.id, item.label, reviewer=item.reviewer, note=item.note
+        )
+        return {"id": item.id, "label": item.label, "stored": True}
+
+    @app.get("/v1/stats")
+    async def stats(
+        service: Annotated[Service, Depends(authorized)],
+        window: Annotated[str, Query(max_length=24, pattern=_WINDOW_PATTERN)] = "1h",
+    ) -> dict[str, Any]:
+        """Rolling metrics over the window; precision/recall/FPR from feedback (Wilson 95%)."""
+        return await asyncio.to_thread(service.stats, parse_window(window))
+
+    @app.get(
+        "/metrics",
+        response_class=Response,
+        responses={200: {"content": {"text/plain": {}}, "description": "exposition text"}},
+    )
+    async def metrics(service: Annotated[Service, Depends(authorized)]) -> Response:
+        """Prometheus text exposition."""
+        return Response(service.metrics.scrape(), media_type="text/plain; version=0.0.4")
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        """Alive."""
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    async def readyz(request: Request) -> JSONResponse:
+        """Ready: the defenses are built and warmed up (503 until then)."""
+        service: Service | None = getattr(request.app.state, "service", None)
+        if service is None or not service.guard.ready:
+            return JSONResponse({"status": "starting"}, status_code=503)
+        return JSONResponse({"status": "ready", "defense": service.guard.inline.name})
+
+    return app

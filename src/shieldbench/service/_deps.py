@@ -1,0 +1,51 @@
+"""FastAPI dependencies: the service of this app, API-key auth, readiness."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from shieldbench.service._edges import ServiceError, key_matches
+from shieldbench.service._state import Service
+
+__all__ = ["ReadyService", "authorized", "get_service", "ready"]
+
+
+def get_service(request: Request) -> Service:
+    """The app's service (503 until the lifespan has built it)."""
+    service: Service | None = getattr(request.app.state, "service", None)
+    if service is None:
+        raise ServiceError(503, "not_ready", "the service is starting")
+    return service
+
+
+def _check_key(request: Request, service: Service) -> None:
+    if not service.api_keys:
+        return
+    headers = request.headers
+    presented = headers.get("x-api-key")
+    authorization = headers.get("authorization")
+    if authorization is not None and authorization[:7].lower() == "bearer ":
+        presented = authorization[7:].strip()
+    if not key_matches(presented, service.api_keys):
+        raise ServiceError(401, "unauthorized", "missing or invalid API key")
+
+
+def authorized(request: Request) -> Service:
+    """API keys: ``Authorization: Bearer KEY`` (or ``x-api-key``, LiteLLM's header)."""
+    service = get_service(request)
+    _check_key(request, service)
+    return service
+
+
+def ready(request: Request) -> Service:
+    """Authorized and warmed up (one dependency: each level costs per request)."""
+    service = get_service(request)
+    _check_key(request, service)
+    if not service.guard.ready:
+        raise ServiceError(503, "not_ready", "the defense is still loading")
+    return service
+
+
+ReadyService = Annotated[Service, Depends(ready)]

@@ -1,0 +1,130 @@
+"""One defense behind the service: timeout, fail-closed, and de-duplication in flight.
+
+:class:`Screen` calls a defense the way a production guard must:
+
+- async defenses (``acheck``) are awaited with a timeout and cancelled when late; sync
+  ones run on a dedicated thread pool, and a call past the timeout is abandoned (its
+  thread finishes on its own; the answer is already given);
+- an error or a timeout is a :class:`ScreenResult` with ``error`` set, never an
+  exception: the caller decides fail-closed or fail-open;
+- identical texts (by SHA-256) inside ``window_s`` are screened once, and a duplicate
+  that arrives while the first is still in flight awaits the first's answer instead
+  of calling the defense again. Errors are not cached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from shieldbench.defenses import Defense, defense_version
+from shieldbench.types import Verdict
+
+__all__ = ["Screen", "ScreenResult", "text_hash"]
+
+
+def text_hash(text: str) -> str:
+    """SHA-256 of the UTF-8 text, hex."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ScreenResult:
+    """A verdict (or the error that replaced it), and whether it came from the cache."""
+
+    verdict: Verdict | None
+    error: str | None
+    dedup: str  # "hit" | "miss"
+    defense_ms: float
+
+
+class Screen:
+    """A defense with a timeout and a de-duplication window (see the module docstring)."""
+
+    def __init__(
+        self,
+        defense: Defense,
+        *,
+        timeout_s: float,
+        window_s: float,
+        executor: ThreadPoolExecutor,
+        max_entries: int = 50_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.defense = defense
+        self.name = str(getattr(defense, "name", type(defense).__name__))
+        self.version = defense_version(defense)
+        self.timeout_s = timeout_s
+        self.window_s = window_s
+        self._executor = executor
+        self._max_entries = max_entries
+        self._clock = clock
+        self._recent: OrderedDict[str, tuple[float, Verdict]] = OrderedDict()
+        self._inflight: dict[str, asyncio.Future[ScreenResult]] = {}
+        self.calls = 0
+        self._acheck: Callable[[str], Any] | None = getattr(defense, "acheck", None)
+
+    async def _call(self, text: str) -> Verdict:
+        self.calls += 1
+        if self._acheck is not None:
+            verdict = await asyncio.wait_for(self._acheck(text), self.timeout_s)
+        else:
+            loop = asyncio.get_running_loop()
+            call = loop.run_in_executor(self._executor, self.defense.check, text)
+            verdict = await asyncio.wait_for(call, self.timeout_s)
+        if not isinstance(verdict, Verdict):
+            raise TypeError(f"{self.name} returned {type(verdict).__name__}, not a Verdict")
+        return verdict
+
+    async def _screen_once(self, text: str) -> ScreenResult:
+        start = time.perf_counter()
+        try:
+            verdict = await self._call(text)
+        except TimeoutError:
+            ms = (time.perf_counter() - start) * 1000
+            return ScreenResult(None, f"timeout: no answer within {self.timeout_s:g} s", "miss", ms)
+        except Exception as exc:
+            ms = (time.perf_counter() - start) * 1000
+            return ScreenResult(None, f"error: {type(exc).__name__}: {exc}", "miss", ms)
+        return ScreenResult(verdict, None, "miss", (time.perf_counter() - start) * 1000)
+
+    def _cached(self, key: str) -> Verdict | None:
+        entry = self._recent.get(key)
+        if entry is None:
+            return None
+        if self._clock() - entry[0] >= self.window_s:
+            del self._recent[key]
+            return None
+        return entry[1]
+
+    async def screen(self, text: str) -> ScreenResult:
+        """The defense's verdict on ``text`` (cached, shared in flight, or fresh)."""
+        key = text_hash(text)
+        cached = self._cached(key)
+        if cached is not None:
+            return ScreenResult(cached, None, "hit", 0.0)
+        pending = self._inflight.get(key)
+        if pending is not None:
+            first = await asyncio.shield(pending)
+            return ScreenResult(first.verdict, first.error, "hit", first.defense_ms)
+        future: asyncio.Future[ScreenResult] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            result = await self._screen_once(text)
+        except BaseException:  # cancelled: waiters must not hang
+            future.cancel()
+            raise
+        finally:
+            del self._inflight[key]
+        future.set_result(result)
+        if result.verdict is not None:
+            self._recent[key] = (self._clock(), result.verdict)
+            if len(self._recent) > self._max_entries:
+                self._recent.popitem(last=False)
+        return result
