@@ -17,7 +17,8 @@ from shieldbench.errors import StoreError
 from shieldbench.store._git import git_info
 from shieldbench.store._models import AlertRow, AttackRow, RunRow
 from shieldbench.store._open import StoreEngine, open_engine, resolve_url
-from shieldbench.store._runs import RunInfo, filtered, insert_run, list_runs, newest, read_run
+from shieldbench.store._runs import RunInfo, filtered, list_runs, newest, read_run
+from shieldbench.store._runwrite import insert_run
 from shieldbench.types import Run
 
 __all__ = ["Store", "StoredAlert", "open_store"]
