@@ -102,7 +102,7 @@ class Finding:
         elif low is not None and high is not None:
             change += f", 95% CI [{low:+.1f}, {high:+.1f}]"
         p = "–" if self.p_value is None else f"{self.p_value:.4g}"
-        return f"profile {name} vs {self.comparison}: {change}; {self.test} Holm p={p}"
+        return f"profile {name} vs {self.comparison}: {change}; {self.test}; Holm-adjusted p={p}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
