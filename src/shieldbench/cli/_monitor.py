@@ -104,7 +104,8 @@ def monitor(
     db: DbOption = None,
 ) -> None:
     """Re-run suites against defenses, store each run, compare with the history, and
-    alert (webhook, log, terminal) when block rate, FPR, latency or errors get worse."""
+    alert (webhook, log, terminal) when block rate, FPR, latency or errors get worse,
+    or (with an end_to_end: section) the model's behavioural profile drifts."""
     from shieldbench.monitor import Monitor, build_sinks, load_monitor_config, parse_duration
 
     if once == (every is not None):
