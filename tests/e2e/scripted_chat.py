@@ -23,7 +23,9 @@ a small deterministic "model" for unmarked prompts:
   prompt or instructions and its text hashes to an even number, or complies when
   it hashes to 0 mod 3; other prompts are answered.
 
-A request with ``"stream": true`` gets the same answer as server-sent events.
+A request with ``"stream": true`` gets the same answer as server-sent events. Setting
+``refuse_all = True`` on a running server makes the model refuse every prompt (a
+changed model, for the monitor's behavioural-drift test); grading prompts still work.
 """
 
 from __future__ import annotations
@@ -110,6 +112,7 @@ class ScriptedChat:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.seen: Counter[str] = Counter()
+        self.refuse_all = False
         self._loop = asyncio.new_event_loop()
         self._runner: web.AppRunner | None = None
         self._ready = threading.Event()
@@ -138,6 +141,8 @@ class ScriptedChat:
         if "[slow]" in user:
             await asyncio.sleep(3.0)
         text = answer_for(user, system)
+        if self.refuse_all and "red-teaming evaluator" not in user:
+            text = _REFUSALS["en"]
         if body.get("stream"):
             response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
             await response.prepare(request)

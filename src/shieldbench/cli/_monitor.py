@@ -8,8 +8,10 @@ finish, then exits; a second Ctrl-C stops at once.
 
 from __future__ import annotations
 
+import functools
 import signal
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated
@@ -23,6 +25,7 @@ from shieldbench.cli._store import DbOption, open_cli_store
 from shieldbench.errors import ConfigError
 
 if TYPE_CHECKING:
+    from shieldbench.engine import EndToEnd
     from shieldbench.monitor import CycleReport, Finding
 
 __all__ = ["monitor"]
@@ -33,6 +36,8 @@ def _verdict(f: Finding) -> str:
         return "[red]ALERT[/]"
     if not f.significant:
         return "n.s."
+    if f.metric.startswith("profile."):
+        return "below min."  # a drift either way: significant but smaller than the minimum
     better = f.effect is not None and (f.effect < 1 if f.metric == "p95_latency" else f.effect < 0)
     return "[green]better[/]" if better else "below min."
 
@@ -50,7 +55,7 @@ def _print(report: CycleReport) -> None:
         table.add_column(name, overflow="fold")
     table.add_column("alert")
     for spec, suite, f in report.findings:
-        pct = f.metric != "p95_latency"
+        pct = f.metric not in ("p95_latency", "profile.answer_length")
 
         def v(x: float | None, *, pct: bool = pct) -> str:
             if x is None:
@@ -62,6 +67,9 @@ def _print(report: CycleReport) -> None:
             if f.effect is None
             else (f"{100 * f.effect:+.1f} pt" if pct else f"{f.effect:.2f}x")
         )
+        if f.metric.startswith("profile."):  # a drift either way: the signed difference
+            diff = f.extra.get("difference")
+            effect = "–" if diff is None else (f"{100 * diff:+.1f} pt" if pct else f"{diff:+.1f}")
         table.add_row(
             escape(spec),
             escape(suite),
@@ -96,15 +104,29 @@ def monitor(
     db: DbOption = None,
 ) -> None:
     """Re-run suites against defenses, store each run, compare with the history, and
-    alert (webhook, log, terminal) when block rate, FPR, latency or errors get worse."""
+    alert (webhook, log, terminal) when block rate, FPR, latency or errors get worse,
+    or (with an end_to_end: section) the model's behavioural profile drifts."""
     from shieldbench.monitor import Monitor, build_sinks, load_monitor_config, parse_duration
 
     if once == (every is not None):
         raise ConfigError("choose one of --once or --every DURATION")
     cfg = load_monitor_config(config)
     period = None if every is None else parse_duration(every, where="--every")
+    from shieldbench.cli._e2e import E2EOptions, build_plan, close_plan
+
+    factory: Callable[[], EndToEnd | None] | None = None
+    if cfg.end_to_end is not None:
+        options = E2EOptions.from_config(cfg.end_to_end)
+        close_plan(build_plan(options))  # a bad target or judge: exit 2 before any cycle
+        factory = functools.partial(build_plan, options)
     store = open_cli_store(db or cfg.db, ctx)
-    runner = Monitor(cfg, store, sinks=build_sinks(cfg))
+    runner = Monitor(
+        cfg,
+        store,
+        sinks=build_sinks(cfg),
+        end_to_end=factory,
+        close_end_to_end=None if factory is None else close_plan,
+    )
     if period is None:
         report = runner.cycle()
         _print(report)

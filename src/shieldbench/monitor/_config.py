@@ -20,6 +20,15 @@ Example ``monitor.yaml``::
       terminal: true
       log: {file: monitor.log}
       webhook: {url: "https://hooks.slack.com/...", timeout_s: 5, retries: 3, backoff_s: 1}
+    end_to_end:                      # optional: the defense's output goes to a model
+      target: openai:gpt-4o-mini     # (same keys as a benchmark config's end_to_end:)
+      judges: [refusal, leak]
+
+An end-to-end monitor also compares the model's behavioural profile over the benign
+answers (refusal, leak, secret and PII rates, answer length, language mix) with the
+same references, and alerts on a drift (see :mod:`shieldbench.monitor._profile`);
+``min_effect.profile_rate`` (5 points, either direction) and ``profile_length`` (mean
+answer length in characters, 0 = any significant change) set the smallest drift.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ from typing import Any
 
 import yaml
 
+from shieldbench.config import _end_to_end
 from shieldbench.errors import ConfigError
 from shieldbench.types import RunConfig
 
@@ -90,6 +100,8 @@ class MinEffect:
     false_positive_rate: float = 0.02
     latency_ratio: float = 1.5
     error_rate: float = 0.05
+    profile_rate: float = 0.05
+    profile_length: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +126,7 @@ class MonitorConfig:
     tags: Mapping[str, str] = field(default_factory=dict)
     db: str | None = None
     source: str = "<config>"
+    end_to_end: Mapping[str, Any] | None = None
 
 
 def _keys(data: Any, known: set[str], where: str) -> dict[str, Any]:
@@ -178,6 +191,7 @@ def _parse(data: Any, where: str) -> MonitorConfig:
         "sinks",
         "tags",
         "db",
+        "end_to_end",
     }
     d = _keys(data, known, where)
     defenses = d.get("defenses")
@@ -208,6 +222,9 @@ def _parse(data: Any, where: str) -> MonitorConfig:
     tags = d.get("tags") or {}
     if not isinstance(tags, dict):
         raise ConfigError(f"{where}: tags must be a mapping of KEY: VALUE")
+    e2e = _end_to_end(d.get("end_to_end"), where)
+    if e2e is not None and not e2e.get("judges"):
+        raise ConfigError(f"{where}: end_to_end.judges: an end-to-end monitor needs a judge")
     return MonitorConfig(
         name=str(d.get("name") or "monitor"),
         defenses=tuple(defenses),
@@ -221,6 +238,7 @@ def _parse(data: Any, where: str) -> MonitorConfig:
         tags={str(k): str(v) for k, v in tags.items()},
         db=d.get("db"),
         source=where,
+        end_to_end=e2e,
     )
 
 

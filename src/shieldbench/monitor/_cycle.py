@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from shieldbench.alerts import Alert, Cooldown, LogSink, Sink, TerminalSink, WebhookSink, deliver
 from shieldbench.monitor._config import MonitorConfig, Suite
 from shieldbench.monitor._detect import Finding, compare_runs_for_drift
+from shieldbench.monitor._profile import compare_profiles_for_drift
 from shieldbench.store import Store
 from shieldbench.types import Run
+
+if TYPE_CHECKING:
+    from shieldbench.engine import EndToEnd
 
 __all__ = ["CycleReport", "Monitor", "build_sinks"]
 
@@ -67,12 +73,28 @@ class Monitor:
 
     The cool-down reads the store, so alerts already sent by an earlier process
     (a cron job an hour ago) stay quiet too.
+
+    ``end_to_end`` builds the end-to-end plan (target, judges) a cycle sends the
+    defense's output through, and ``close_end_to_end`` closes it after the cycle
+    (``shieldbench monitor`` builds both from the config's ``end_to_end:`` section).
+    Its runs then carry a behavioural profile, compared with the same references
+    (:func:`~shieldbench.monitor._profile.compare_profiles_for_drift`).
     """
 
-    def __init__(self, config: MonitorConfig, store: Store, *, sinks: list[Sink]) -> None:
+    def __init__(
+        self,
+        config: MonitorConfig,
+        store: Store,
+        *,
+        sinks: list[Sink],
+        end_to_end: Callable[[], EndToEnd | None] | None = None,
+        close_end_to_end: Callable[[EndToEnd | None], None] | None = None,
+    ) -> None:
         self.config = config
         self.store = store
         self.sinks = sinks
+        self.end_to_end = end_to_end
+        self.close_end_to_end = close_end_to_end
         self.cooldown = Cooldown(
             config.cooldown,
             last_fired=lambda key: store.last_alert_at(key, source="monitor"),
@@ -106,14 +128,22 @@ class Monitor:
             refs.append((f"baseline {c.baseline}", [get(base)]))
         return refs
 
-    def _run_suite(self, spec: str, defense: object, suite: Suite) -> Run:
+    def _run_suite(
+        self, spec: str, defense: object, suite: Suite, plan: EndToEnd | None = None
+    ) -> Run:
         from shieldbench.datasets import load_dataset, sample_dataset
         from shieldbench.engine import run_defense
 
         data = load_dataset(suite.dataset)
         if suite.sample is not None:
             data = sample_dataset(data, suite.sample, seed=time.time_ns() % (2**31))
-        return run_defense(defense, data, config=self.config.run, defense_spec=spec)  # type: ignore[arg-type]
+        return run_defense(
+            defense,  # type: ignore[arg-type]
+            data,
+            config=self.config.run,
+            defense_spec=spec,
+            end_to_end=plan,
+        )
 
     def cycle(self) -> CycleReport:
         """Run, store and compare every (defense, suite); alert on what got worse."""
@@ -124,36 +154,47 @@ class Monitor:
         findings: list[tuple[str, str, Finding]] = []
         fired: list[Alert] = []
         suppressed: list[Alert] = []
-        for spec in self.config.defenses:
-            defense = build_defense(spec)
-            try:
-                for suite in self.config.suites:
-                    run = self._run_suite(spec, defense, suite)
-                    self.store.add_run(run, source="monitor", tags=self._tags(suite))
-                    runs.append(run.id)
-                    for comparison, refs in self._references(spec, suite, run):
-                        for f in compare_runs_for_drift(
-                            run,
-                            refs,
-                            comparison=comparison,
-                            alpha=self.config.alpha,
-                            min_effect=self.config.min_effect,
-                        ):
-                            findings.append((spec, suite.name, f))
-                            if f.alert:
-                                alert = self._alert(spec, suite, run, f)
-                                (fired if self._send(alert) else suppressed).append(alert)
-            finally:
-                close = getattr(defense, "close", None)
-                if callable(close):
-                    close()
+        plan = self.end_to_end() if self.end_to_end is not None else None
+        try:
+            for spec in self.config.defenses:
+                defense = build_defense(spec)
+                try:
+                    for suite in self.config.suites:
+                        run = self._run_suite(spec, defense, suite, plan)
+                        self.store.add_run(run, source="monitor", tags=self._tags(suite))
+                        runs.append(run.id)
+                        for comparison, refs in self._references(spec, suite, run):
+                            for compare in (compare_runs_for_drift, compare_profiles_for_drift):
+                                for f in compare(
+                                    run,
+                                    refs,
+                                    comparison=comparison,
+                                    alpha=self.config.alpha,
+                                    min_effect=self.config.min_effect,
+                                ):
+                                    findings.append((spec, suite.name, f))
+                                    if f.alert:
+                                        alert = self._alert(spec, suite, run, f)
+                                        sent = self._send(alert)
+                                        (fired if sent else suppressed).append(alert)
+                finally:
+                    close = getattr(defense, "close", None)
+                    if callable(close):
+                        close()
+        finally:
+            if self.close_end_to_end is not None:
+                self.close_end_to_end(plan)
         return CycleReport(started, tuple(runs), tuple(findings), tuple(fired), tuple(suppressed))
 
     def _alert(self, spec: str, suite: Suite, run: Run, f: Finding) -> Alert:
         comparison = f.comparison.split(" ")[0]
+        if f.metric.startswith("profile."):
+            what = f"the model's behavioural profile drifted ({f.metric[8:].replace('_', ' ')})"
+        else:
+            what = f"{f.metric.replace('_', ' ')} got worse"
         return Alert(
             key=f"{self.config.name}:{spec}@{suite.name}:{f.metric}:{comparison}",
-            title=f"{spec} on {suite.name}: {f.metric.replace('_', ' ')} got worse",
+            title=f"{spec} on {suite.name}: {what}",
             message=f.describe(),
             source="monitor",
             severity="critical" if f.metric == "block_rate" else "warning",

@@ -19,8 +19,8 @@ as a finding without an alert.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -46,6 +46,7 @@ class Finding:
     p_value: float | None
     alpha: float
     reference_runs: tuple[str, ...]
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def significant(self) -> bool:
@@ -60,6 +61,8 @@ class Finding:
         return self.significant and self.large
 
     def describe(self) -> str:
+        if self.metric.startswith("profile."):
+            return self._describe_profile()
         if self.metric == "p95_latency":
             change = (
                 "–"
@@ -77,6 +80,30 @@ class Finding:
         p = "–" if self.p_value is None else f"{self.p_value:.4g}"
         return f"{self.metric.replace('_', ' ')} vs {self.comparison}: {change}; {self.test} p={p}"
 
+    def _describe_profile(self) -> str:
+        """A behavioural-profile figure: a drift in either direction, Holm-adjusted p."""
+        name = self.metric.removeprefix("profile.").replace("_", " ")
+        diff = self.extra.get("difference")
+        low, high = self.extra.get("ci_low"), self.extra.get("ci_high")
+        if self.current is None or self.reference is None or diff is None:
+            change = "–"
+        elif name == "answer length":
+            change = (
+                f"mean {self.reference:.1f} -> {self.current:.1f} chars ({diff:+.1f},"
+                f" minimum {self.min_effect:g})"
+            )
+        else:
+            change = (
+                f"{100 * self.reference:.1f}% -> {100 * self.current:.1f}%"
+                f" ({100 * diff:+.1f} points, minimum {100 * self.min_effect:g})"
+            )
+        if low is not None and high is not None and name != "answer length":
+            change += f", 95% CI [{100 * low:+.1f}, {100 * high:+.1f}]"
+        elif low is not None and high is not None:
+            change += f", 95% CI [{low:+.1f}, {high:+.1f}]"
+        p = "–" if self.p_value is None else f"{self.p_value:.4g}"
+        return f"profile {name} vs {self.comparison}: {change}; {self.test}; Holm-adjusted p={p}"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "metric": self.metric,
@@ -91,6 +118,7 @@ class Finding:
             "significant": self.significant,
             "alert": self.alert,
             "reference_runs": list(self.reference_runs),
+            **self.extra,
         }
 
 
