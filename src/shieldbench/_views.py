@@ -10,6 +10,7 @@ millions of samples is summarised without millions of objects alive at once.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Iterator, Sequence
 from typing import TypeVar, overload
 
@@ -28,11 +29,13 @@ class RecordView(Sequence[R]):
     come back as tuples.
     """
 
+    @abstractmethod
     def chunks(self) -> Iterator[list[R]]:
-        raise NotImplementedError  # pragma: no cover (abstract)
+        """The records in order, one list per chunk."""
 
+    @abstractmethod
     def _get(self, index: int) -> R:
-        raise NotImplementedError  # pragma: no cover (abstract)
+        """One record by non-negative index."""
 
     def __iter__(self) -> Iterator[R]:
         for chunk in self.chunks():
