@@ -115,6 +115,20 @@ def test_an_unwritable_output_folder_is_refused(cli: Cli, small_data: Path, tmp_
     assert "not writable" in result.text
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc")
+@pytest.mark.parametrize("command", ["run", "attack"])
+def test_a_place_nobody_can_write_is_refused_even_for_root(
+    cli: Cli, small_data: Path, command: str
+) -> None:
+    out = Path("/proc/shieldbench-test-out/x")  # no file can be created in /proc, not even by root
+    args = ["-d", "pattern", "-D", f"jsonl:{small_data}", "--out", str(out)]
+    result = cli(command, *args)
+    assert result.code == 2, result.text
+    assert "is not writable" in result.text
+    assert "dataset jsonl:" not in result.text  # refused before the data was loaded
+    assert "Traceback" not in result.text
+
+
 def test_run_refuses_a_folder_that_is_not_a_benchmark(
     cli: Cli, small_data: Path, tmp_path: Path
 ) -> None:

@@ -25,11 +25,27 @@ Example:
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from shieldbench.errors import ConfigError
 
 __all__ = ["check_out_dir", "check_out_file"]
+
+
+def _writable(folder: Path) -> bool:
+    """Whether a file can really be created in ``folder``.
+
+    ``os.access`` alone says yes to root everywhere, even in ``/proc`` or on a
+    read-only mount, so an unnamed temporary file is created and removed as a probe.
+    """
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return False
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
 
 
 def _creatable(path: Path, option: str) -> None:
@@ -42,7 +58,7 @@ def _creatable(path: Path, option: str) -> None:
             f"{option} {path}: cannot be created, {ancestor} is a file, not a folder;"
             " choose another path"
         )
-    if not os.access(ancestor, os.W_OK | os.X_OK):
+    if not _writable(ancestor):
         raise ConfigError(
             f"{option} {path}: cannot be created, {ancestor} is not writable; choose another path"
         )
@@ -54,7 +70,7 @@ def check_out_dir(path: Path, *, option: str) -> Path:
         exists = path.exists()
         if exists and not path.is_dir():
             raise ConfigError(f"{option} {path}: is a file, not a folder; choose a folder path")
-        if exists and not os.access(path, os.W_OK | os.X_OK):
+        if exists and not _writable(path):
             raise ConfigError(f"{option} {path}: the folder is not writable; choose another")
         if not exists:
             _creatable(path, option)
@@ -79,7 +95,7 @@ def check_out_file(path: Path, *, option: str, force: bool | None = None) -> Pat
                     f"{option} {path}: the file exists; pass --force to overwrite it,"
                     " or choose another path"
                 )
-            if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK | os.X_OK):
+            if not os.access(path, os.W_OK) or not _writable(path.parent):
                 raise ConfigError(f"{option} {path}: not writable; choose another path")
         elif path.parent.exists():
             check_out_dir(path.parent, option=option)
