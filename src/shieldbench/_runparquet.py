@@ -42,7 +42,7 @@ from shieldbench.types import (
     Verdict,
 )
 
-__all__ = ["ROW_GROUP", "load_run_parquet", "save_run_parquet"]
+__all__ = ["ROW_GROUP", "load_run_parquet", "run_header", "save_run_parquet"]
 
 ROW_GROUP = 65_536
 _KEY = b"shieldbench.run"
@@ -92,7 +92,8 @@ def _columns(samples: Sequence[Sample], outcomes: Sequence[Outcome]) -> dict[str
     }
 
 
-def _header(run: Run) -> dict[str, Any]:
+def run_header(run: Run) -> dict[str, Any]:
+    """A run's fields but its samples and outcomes (shared with the JSON run file)."""
     return {
         "schema_version": run.schema_version,
         "kind": "shieldbench.run",
@@ -113,7 +114,7 @@ def save_run_parquet(run: Run, path: str | Path) -> Path:
 
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    schema = _schema().with_metadata({_KEY: json.dumps(_header(run), ensure_ascii=False)})
+    schema = _schema().with_metadata({_KEY: json.dumps(run_header(run), ensure_ascii=False)})
     fd, tmp = tempfile.mkstemp(prefix=".run-", suffix=".parquet", dir=target.parent)
     os.close(fd)
     try:

@@ -27,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from shieldbench._runparquet import run_header
 from shieldbench._textio import read_text_input, write_text_atomic
 from shieldbench.errors import RunError
 from shieldbench.types import DatasetInfo, DefenseInfo, Outcome, Run, RunConfig, Sample
@@ -38,19 +39,14 @@ RUN_SCHEMA_VERSION = 1
 
 def run_to_dict(run: Run) -> dict[str, Any]:
     """The JSON-ready form of a run (``schema_version`` first)."""
-    return {
-        "schema_version": run.schema_version,
-        "kind": "shieldbench.run",
-        "id": run.id,
-        "defense": run.defense.to_dict(),
-        "dataset": run.dataset.to_dict(),
-        "config": run.config.to_dict(),
-        "environment": dict(run.environment),
-        "started": run.started.isoformat(),
-        "finished": run.finished.isoformat(),
-        "samples": [s.to_dict() for s in run.samples],
-        "outcomes": [o.to_dict() for o in run.outcomes],
-    } | ({"end_to_end": _plain(run.end_to_end)} if run.end_to_end else {})
+    return (
+        run_header(run)
+        | {
+            "samples": [s.to_dict() for s in run.samples],
+            "outcomes": [o.to_dict() for o in run.outcomes],
+        }
+        | ({"end_to_end": _plain(run.end_to_end)} if run.end_to_end else {})
+    )
 
 
 def _plain(value: Any) -> Any:
