@@ -22,6 +22,17 @@ from shieldbench.types import Run
 __all__ = ["e2e_html", "e2e_markdown", "end_to_end_view"]
 
 
+def _stops_and_errors(r: Mapping[str, Any]) -> tuple[str, int]:
+    """One run's "defense / output defense / model" stop shares and its error count."""
+    d = r["decomposition"]
+    stops = " / ".join(
+        _pct(d[k], n=False)
+        for k in ("stopped_by_defense", "stopped_by_output_defense", "stopped_by_model")
+    )
+    errors = r["attack_outcomes"].get("error", 0) + r["benign_outcomes"].get("error", 0)
+    return stops, int(errors)
+
+
 def end_to_end_view(runs: Sequence[Run], labels: Sequence[str]) -> dict[str, Any] | None:
     """The section's data (JSON-ready), or ``None`` when no run had a target."""
     chosen = [(r, label) for r, label in zip(runs, labels, strict=True) if has_end_to_end(r)]
@@ -56,12 +67,7 @@ def e2e_markdown(view: Mapping[str, Any] | None) -> list[str]:
         "|---|---|---|---|---|---|---|",
     ]
     for r in view["runs"]:
-        d = r["decomposition"]
-        stops = " / ".join(
-            _pct(d[k], n=False)
-            for k in ("stopped_by_defense", "stopped_by_output_defense", "stopped_by_model")
-        )
-        errors = r["attack_outcomes"].get("error", 0) + r["benign_outcomes"].get("error", 0)
+        stops, errors = _stops_and_errors(r)
         lines.append(
             f"| {md_text(r['label'])} | {md_text(r['target'])} |"
             f" {md_text(', '.join(r['judges']))} ({r['rule']}) | {_pct(r['asr'])} |"
@@ -122,12 +128,7 @@ def e2e_html(view: Mapping[str, Any] | None) -> str:
         " output defense / model</th><th>errors</th></tr></thead><tbody>",
     ]
     for r in view["runs"]:
-        d = r["decomposition"]
-        stops = " / ".join(
-            _pct(d[k], n=False)
-            for k in ("stopped_by_defense", "stopped_by_output_defense", "stopped_by_model")
-        )
-        errors = r["attack_outcomes"].get("error", 0) + r["benign_outcomes"].get("error", 0)
+        stops, errors = _stops_and_errors(r)
         parts.append(
             f"<tr><td>{h(r['label'])}</td><td><code>{h(r['target'])}</code></td>"
             f"<td>{h(', '.join(r['judges']))} ({h(r['rule'])})</td><td>{h(_pct(r['asr']))}</td>"
