@@ -138,6 +138,7 @@ def assemble(
 
     ``dev`` holds the benign dev rows of the shared sets still in play plus written
     benign dev texts: the threshold is calibrated on it, and nothing reported uses it.
+    Training texts that are near-duplicates of a shared test *or dev* row are dropped.
     """
     if fold is not None and fold not in FOLDS:
         raise ConfigError(f"shieldguard: unknown fold {fold!r}; choose one of {sorted(FOLDS)}")
@@ -169,6 +170,9 @@ def assemble(
         train.extend(_capped(part["train"], rng, name))
         dev.extend(e for e in part["dev"] if e.label == 0)
         evaluated.extend(e.text for e in part["test"])
+        # dev rows calibrate the threshold: a near-copy of one in training would make
+        # the model look surer on dev than on unseen rows (templated sets, e.g. BIPIA)
+        evaluated.extend(e.text for e in part["dev"])
     written_train, written_dev = augmented(train, seed=seed)
     train.extend(written_train)
     dev.extend(written_dev)
