@@ -110,7 +110,7 @@ class AuditStore:
         if not rows:
             return
         try:
-            with self._store.session(write=True) as conn:
+            with self._store.connection(write=True) as conn:
                 conn.execute(audit_table.insert(), rows)
         except BaseException:
             self._head = None  # re-read the head: the transaction may or may not be there

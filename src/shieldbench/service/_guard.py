@@ -19,7 +19,7 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from shieldbench.service._audit import AuditWriter
@@ -60,11 +60,22 @@ class Decision:
     error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The response body."""
-        data = asdict(self)
-        data["reasons"] = list(self.reasons)
-        data["stripped"] = list(self.stripped)
-        return data
+        """The response body (written out: ``dataclasses.asdict`` deep-copies, ~10x slower)."""
+        return {
+            "id": self.id,
+            "decision": self.decision,
+            "blocked": self.blocked,
+            "score": self.score,
+            "label": self.label,
+            "reasons": list(self.reasons),
+            "latency_ms": self.latency_ms,
+            "path": self.path,
+            "dedup": self.dedup,
+            "defense": dict(self.defense),
+            "warn": self.warn,
+            "stripped": list(self.stripped),
+            "error": self.error,
+        }
 
 
 class Guard:
