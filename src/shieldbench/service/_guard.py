@@ -22,7 +22,7 @@ import logging
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from shieldbench.service._config import ServeConfig
@@ -125,6 +125,7 @@ class Guard:
         self.metrics = metrics
         self.window = window
         self._tasks: set[asyncio.Task[None]] = set()
+        self._children: dict[tuple[str, str, str, str], tuple[Any, Any, Any]] = {}
         self.ready = False
 
     def _decide(self, result: ScreenResult) -> tuple[str, bool, tuple[str, ...]]:
@@ -167,25 +168,24 @@ class Guard:
             if warn_state == "pending" and len(self._tasks) >= self.config.max_pending_warn:
                 warn_state = "dropped"  # backlog full: counted, never queued without bound
                 self.metrics.warn.labels("dropped").inc()
-        out = Decision(
-            id=new_id(),
-            decision=decision,
-            blocked=blocked,
-            score=None if verdict is None else verdict.score,
-            label=None if verdict is None else verdict.label,
-            reasons=reasons,
-            latency_ms=0.0,
-            path=path,
-            dedup=result.dedup,
-            defense={"name": self.inline.name, "version": self.inline.version},
-            warn=warn_state if audit else "none",
-            stripped=fired,
-            error=result.error,
-        )
+        fields: dict[str, Any] = {
+            "id": new_id(),
+            "decision": decision,
+            "blocked": blocked,
+            "score": None if verdict is None else verdict.score,
+            "label": None if verdict is None else verdict.label,
+            "reasons": reasons,
+            "path": path,
+            "dedup": result.dedup,
+            "defense": {"name": self.inline.name, "version": self.inline.version},
+            "warn": warn_state if audit else "none",
+            "stripped": fired,
+            "error": result.error,
+        }
         if audit:  # journalled before the answer (an OSError here refuses the answer)
-            self.audit.submit(self._body(out, text, cleaned, endpoint, metadata))
+            self.audit.submit(self._body(fields, text, cleaned, endpoint, metadata))
         latency_ms = (time.perf_counter() - start) * 1000
-        out = replace(out, latency_ms=round(latency_ms, 3))
+        out = Decision(latency_ms=round(latency_ms, 3), **fields)
         self._count(out, endpoint, latency_ms)
         if audit and warn_state == "pending":
             self._spawn(self._warn(out.id, cleaned))
@@ -193,33 +193,45 @@ class Guard:
 
     def _body(
         self,
-        out: Decision,
+        fields: dict[str, Any],
         text: str,
         cleaned: str,
         endpoint: str,
         metadata: Mapping[str, Any] | None,
     ) -> dict[str, Any]:
-        body = out.to_json()
-        body.update(
-            kind="decision",
-            created=time.time(),
-            endpoint=endpoint,
-            text_hash=text_hash(text),
-            preview=redact(cleaned),
-            chars=len(text),
-            mode=self.config.mode,
-            metadata=dict(metadata or {}),
-        )
+        """The audit record: the answer's fields (but its latency) and what else is kept."""
+        body = {
+            **fields,
+            "reasons": list(fields["reasons"]),
+            "stripped": list(fields["stripped"]),
+            "defense": dict(fields["defense"]),
+            "kind": "decision",
+            "created": time.time(),
+            "endpoint": endpoint,
+            "text_hash": text_hash(text),
+            "preview": redact(cleaned),
+            "chars": len(text),
+            "mode": self.config.mode,
+            "metadata": dict(metadata or {}),
+        }
         if self.config.store_text:
             body["text"] = text
-        del body["latency_ms"]
         return body
 
     def _count(self, out: Decision, endpoint: str, latency_ms: float) -> None:
         m = self.metrics
-        m.requests.labels(out.decision, out.defense["name"], endpoint).inc()
-        m.latency.labels(out.defense["name"]).observe(latency_ms / 1000)
-        m.dedup.labels(out.dedup).inc()
+        key = (out.decision, str(out.defense["name"]), endpoint, out.dedup)
+        children = self._children.get(key)
+        if children is None:  # a few dozen combinations at most: looked up once each
+            children = self._children[key] = (
+                m.requests.labels(key[0], key[1], endpoint),
+                m.latency.labels(key[1]),
+                m.dedup.labels(out.dedup),
+            )
+        requests, latency, dedup = children
+        requests.inc()
+        latency.observe(latency_ms / 1000)
+        dedup.inc()
         if out.error is not None:
             m.errors.labels(out.defense["name"], out.error.split(":", 1)[0]).inc()
         self.window.add(
