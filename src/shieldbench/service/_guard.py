@@ -269,10 +269,7 @@ class Guard:
         )
 
     def _submit(self, body: dict[str, Any]) -> None:
-        try:
-            self.audit.submit(body)
-        except OSError as exc:  # nobody waits for this record: say so loudly
-            _log.error("audit journal write failed; %s record lost: %s", body["kind"], exc)
+        self.audit.submit_later(body)  # nobody waits for it: chained off the event loop
 
     async def record(self, body: dict[str, Any]) -> None:
         """Append another record (gateway errors, output screening) to the audit log."""

@@ -68,6 +68,7 @@ class AuditWriter:
         self._moved = self._seq
         self._lock = threading.Lock()  # the chain's order: retention appends from a thread
         self._records: collections.deque[dict[str, Any]] = collections.deque()
+        self._later: collections.deque[dict[str, Any]] = collections.deque()
         self._wake = threading.Event()
         self._stopping = False
         self._waiters: list[_Waiter] = []
@@ -94,6 +95,12 @@ class AuditWriter:
                 self._dirty = True
             self._seq, self._prev = seq, digest
             self._records.append(audit_row(line, body))
+
+    def submit_later(self, body: dict[str, Any]) -> None:
+        """Queue a record nobody waits for (a warn-only verdict after the answer): the
+        writer thread chains and journals it on its next round (within ``period_s``),
+        off the event loop. A crash before then loses it (it was never promised)."""
+        self._later.append(body)
 
     async def flushed(self) -> None:
         """Return once the store holds every record submitted before the call."""
@@ -123,6 +130,12 @@ class AuditWriter:
             self._wake.wait(backoff or self.period_s)
             self._wake.clear()
             stopping = self._stopping
+            while self._later:
+                body = self._later.popleft()
+                try:
+                    self.submit(body)
+                except OSError as exc:
+                    _log.error("audit journal write failed; %s record lost: %s", body["kind"], exc)
             while self._records:
                 pending.append(self._records.popleft())
             self._background_sync()
@@ -152,7 +165,7 @@ class AuditWriter:
                         self.journal.clear()
                         self._dirty = False
                 self._settle_waiters()
-                if stopping and not self._records:
+                if stopping and not self._records and not self._later:
                     return
 
     def _background_sync(self) -> None:
