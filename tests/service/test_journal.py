@@ -79,8 +79,10 @@ def test_writer_chains_on_journals_and_moves_to_the_store(tmp_path: Path) -> Non
     store = AuditStore(db, recover=False)
     writer = AuditWriter(store, period_s=0.01)
     try:
+        second = AuditStore(db, recover=False)
         with pytest.raises(StoreError, match="held by another running server"):
-            AuditWriter(AuditStore(db, recover=False))
+            AuditWriter(second, lock_wait_s=0.2)
+        second.close()
         reader = AuditStore(db)  # a held journal is the live server's: not replayed
         reader.close()
 
@@ -197,3 +199,21 @@ def test_decision_json_has_every_field_and_ids_are_unique() -> None:
     ids = {new_id() for _ in range(10_000)}
     assert len(ids) == 10_000
     assert all(len(i) == 32 for i in ids)
+
+
+def test_canonical_json_falls_back_for_what_orjson_refuses(tmp_path: Path) -> None:
+    plain = canonical({"b": 1, "a": "é", "n": None})
+    assert plain == '{"a":"é","b":1,"n":null}'
+    odd = {"kind": "decision", "id": "s1", "created": 1.0, "text": "\ud800", "big": 2**70}
+    assert json.loads(canonical(odd))["big"] == 2**70
+    store = AuditStore(f"sqlite:///{tmp_path / 's.db'}")
+    try:
+        store.append([odd])
+        assert verify_chain(store).ok
+    finally:
+        store.close()
+    defense = {"name": "p", "version": None}
+    decision = Decision(
+        "x", "block", True, None, "\ud800", (), 1.0, "fast", "miss", defense, "", ()
+    )
+    assert json.loads(decision.to_bytes())["label"] == "\ud800"  # ASCII with an escape

@@ -124,9 +124,13 @@ def create_app(
     app.add_middleware(BodyLimit, limit=config.max_body_bytes)
     app.include_router(proxy_router(DECISION_HEADER))
 
-    async def answer_check(item: CheckRequest, service: Service) -> JSONResponse:
+    async def answer_check(item: CheckRequest, service: Service) -> Response:
         decision = await _decide(service, item, endpoint="check")
-        return JSONResponse(decision.to_json(), headers={DECISION_HEADER: decision.id})
+        return Response(
+            decision.to_bytes(),
+            media_type="application/json",
+            headers={DECISION_HEADER: decision.id},
+        )
 
     async def fast_check(item: CheckRequest, request: Request) -> Response | None:
         try:
@@ -147,7 +151,7 @@ def create_app(
     )
 
     @app.post("/v1/check", response_model=CheckResponse)
-    async def check(item: CheckRequest, service: ReadyService) -> JSONResponse:
+    async def check(item: CheckRequest, service: ReadyService) -> Response:
         """Screen one text (or the screened roles of ``messages``); the decision is audited."""
         return await answer_check(item, service)
 

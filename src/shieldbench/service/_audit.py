@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 import sqlalchemy as sa
 
 from shieldbench.alerts import Alert, Delivery
@@ -47,8 +48,16 @@ GENESIS = "0" * 64
 
 
 def canonical(body: Mapping[str, Any]) -> str:
-    """The JSON a record is hashed over: sorted keys, no spaces, UTF-8 kept."""
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """The JSON a record is hashed over: sorted keys, no spaces, UTF-8 kept.
+
+    orjson writes it (~10x faster); what orjson refuses (a lone surrogate, an integer
+    over 64 bits) the json module writes, in ASCII (``\\ud800`` escapes: a database
+    stores that, not a raw surrogate). The hash covers the stored text, which is never
+    re-serialised, so the two need not agree on formatting."""
+    try:
+        return orjson.dumps(body, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
 
 def chain_hash(prev_hash: str, body: str) -> str:

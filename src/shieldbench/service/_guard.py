@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
 import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from shieldbench.service._config import ServeConfig
 from shieldbench.service._preprocess import preprocess
@@ -85,6 +88,14 @@ class Decision:
     warn: str
     stripped: tuple[str, ...]
     error: str | None = None
+
+    def to_bytes(self) -> bytes:
+        """The response body as JSON bytes (orjson; the json module for what it refuses)."""
+        data = self.to_json()
+        try:
+            return orjson.dumps(data)
+        except TypeError:
+            return json.dumps(data).encode()  # ASCII: a lone surrogate as an escape
 
     def to_json(self) -> dict[str, Any]:
         """The response body (written out: ``dataclasses.asdict`` deep-copies, ~10x slower)."""

@@ -47,8 +47,13 @@ class AuditWriter:
         fsync_s: float | None = None,
         max_batch: int = 512,
         period_s: float = 0.02,
+        lock_wait_s: float = 5.0,
     ) -> None:
         journal = Journal.open(store.journal_path)
+        deadline = time.monotonic() + lock_wait_s  # a reader (audit verify) may be replaying
+        while journal is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+            journal = Journal.open(store.journal_path)
         if journal is None:
             raise StoreError(
                 f"audit journal {store.journal_path} is held by another running server"
