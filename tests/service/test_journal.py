@@ -15,13 +15,15 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from guardtest import Server, cli
 
-from shieldbench.errors import StoreError
-from shieldbench.service import AuditStore, verify_chain
+from shieldbench.errors import ConfigError, StoreError
+from shieldbench.service import AuditStore, ServeConfig, verify_chain
 from shieldbench.service._audit import canonical, chain_hash
 from shieldbench.service._guard import Decision, new_id
 from shieldbench.service._journal import Journal, JournalLine, encode_line, journal_path
@@ -217,3 +219,30 @@ def test_canonical_json_falls_back_for_what_orjson_refuses(tmp_path: Path) -> No
         "x", "block", True, None, "\ud800", (), 1.0, "fast", "miss", defense, "", ()
     )
     assert json.loads(decision.to_bytes())["label"] == "\ud800"  # ASCII with an escape
+
+
+@pytest.mark.parametrize("fsync_s", [0.0, 0.01])
+def test_fsync_options_keep_the_chain(tmp_path: Path, fsync_s: float) -> None:
+    store = AuditStore(f"sqlite:///{tmp_path / 'y.db'}", recover=False)
+    writer = AuditWriter(store, fsync_s=fsync_s, period_s=0.005)
+    try:
+        for i in range(20):
+            writer.submit(_body(i))
+            time.sleep(0.002)
+        asyncio.run(writer.flushed())
+    finally:
+        writer.close()
+    assert _ids(store) == [f"j{i}" for i in range(20)]
+    assert verify_chain(store).ok
+    store.close()
+    with pytest.raises(ConfigError, match="journal_fsync_s"):
+        ServeConfig(journal_fsync_s=-1)
+
+
+def test_a_second_server_on_one_store_is_refused(start_server: Callable[..., Server]) -> None:
+    first = start_server("--defense", "pattern")
+    second = cli("serve", "--port", "0", "--db", first.db, "--defense", "pattern")
+    assert second.returncode == 2, second.stderr
+    assert "one server per store" in second.stderr
+    with first.client() as c:  # the first one is untouched
+        assert c.post("/v1/check", json={"text": "still here"}).status_code == 200

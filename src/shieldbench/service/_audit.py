@@ -103,6 +103,14 @@ class AuditStore:
                 finally:
                     journal.close()
 
+    def journal_held(self) -> bool:
+        """Whether a running server holds this store's audit journal (it writes the chain)."""
+        journal = Journal.open(self.journal_path)
+        if journal is None:
+            return True
+        journal.close()
+        return False
+
     def head(self) -> tuple[int, str]:
         """The last sequence number and hash (``0`` and the genesis hash when empty)."""
         if self._head is None:

@@ -15,7 +15,7 @@ What survives what:
   ``export`` / ``prune``) moves the records left in the journal into the store first;
 - the machine loses power, or the kernel crashes: records written since the last
   ``fsync`` may be lost (the store's own commits are what a database gives).
-  ``journal_fsync`` bounds that: ``0`` syncs every record before its answer (slow:
+  ``journal_fsync_s`` bounds that: ``0`` syncs every record before its answer (slow:
   a disk flush per decision), ``N`` seconds syncs in the background at most N seconds
   apart, absent (the default) leaves it to the kernel (typically within ~30 s).
 
