@@ -33,6 +33,7 @@ __all__ = [
     "SHARED",
     "Example",
     "assemble",
+    "dev_attacks",
     "shared_dir",
     "shared_rows",
     "split_of",
@@ -183,3 +184,20 @@ def _drop_overlap(train: list[Example], evaluated: list[str]) -> list[Example]:
     pairs = near_duplicates([e.text for e in kept], evaluated, threshold=0.8)
     dropped = {i for i, _, _ in pairs}
     return [e for i, e in enumerate(kept) if i not in dropped]
+
+
+def dev_attacks(*, fold: str | None = None, data: Path | None = None) -> list[Example]:
+    """Attack rows of the dev split of the shared sources still in play (recipe choice only).
+
+    With the benign ``dev`` rows of :func:`assemble` they give a development TPR at
+    the target FPR: what a training recipe may be chosen on. Held-out folds and the
+    test split are never looked at.
+    """
+    held = set(FOLDS.get(fold, ())) if fold else set()
+    return [
+        Example(text, label, name)
+        for name in SHARED
+        if name not in held
+        for sample_id, text, label, _ in shared_rows(name, data)
+        if label == 1 and split_of(sample_id) == "dev"
+    ]
