@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from shieldbench.types import Verdict
 
@@ -17,3 +18,11 @@ class Slow:
     def check(self, text: str) -> Verdict:
         time.sleep(self.delay)
         return Verdict(blocked=False, score=0.0)
+
+
+class SlowBatch(Slow):
+    """:class:`Slow` that also scores a batch at once, in ``delay`` seconds (a model)."""
+
+    def check_batch(self, texts: Sequence[str]) -> list[Verdict]:
+        time.sleep(self.delay)
+        return [Verdict(blocked=False, score=0.0) for _ in texts]

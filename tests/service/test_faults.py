@@ -152,6 +152,36 @@ def test_dual_mode_warn_runs_after_the_response_and_is_stored(
     assert next(iter(warns.values()))["flagged_inline_allowed"] is True
 
 
+def test_dual_mode_overflow_is_counted_and_recorded_and_shutdown_flushes_the_rest(
+    start_server: Callable[..., Server], tmp_path: Path
+) -> None:
+    config = tmp_path / "serve.yaml"
+    config.write_text(
+        "defense: pattern\nwarn: 'python(guard_plugins:Keyword, word=bread, delay=0.3)'\n"
+        "max_pending_warn: 2\n",
+        encoding="utf-8",
+    )
+    server = start_server("--config", str(config))
+    texts = [f"bread number {i}" for i in range(40)]
+    results = asyncio.run(_fire(server.url, texts, concurrency=40))
+    states = [r.json()["warn"] for _, r in results]
+    assert set(states) == {"pending", "dropped"}  # a queue of 2: most are refused
+    with server.client() as c:
+        traffic = c.get("/v1/stats", params={"window": "1h"}).json()["traffic"]
+        metrics = c.get("/metrics").text
+    assert traffic["warn_dropped"] == states.count("dropped")
+    assert (
+        f'shieldbench_guard_warn_total{{result="dropped"}} {states.count("dropped")}.0' in metrics
+    )
+    server.stop()  # graceful: every queued warn check is run and recorded before exit
+    decisions = _audit_ids(server.db)
+    by_state = {s: {i for i, d in decisions.items() if d["warn"] == s} for s in set(states)}
+    assert len(by_state["dropped"]) == states.count("dropped")
+    warns = _audit_ids(server.db, kind="warn").values()
+    assert sorted(w["ref"] for w in warns) == sorted(by_state["pending"])
+    assert all(w["warn"] == "flagged" for w in warns)
+
+
 def test_monitor_mode_never_blocks_and_fail_open_is_loud(
     start_server: Callable[..., Server],
 ) -> None:

@@ -4,10 +4,11 @@
 audit record is chained and written to the audit journal, from where it reaches the
 store within milliseconds (see :mod:`~shieldbench.service._writer`; unless
 ``audit=False``: the scores-only endpoint). In dual
-mode the warn-only defense is started as a background task once the inline decision
-is made; it never delays the answer, and its verdict is appended to the audit log as
-its own record (``kind="warn"``) and counted. :meth:`Guard.drain` awaits those tasks
-(graceful shutdown).
+mode the text of an allowed decision is appended to the warn queue once the inline
+decision is made (:mod:`~shieldbench.service._warnq`: a deque append, nothing else on
+the request path); background workers check it in batches, and each verdict is
+appended to the audit log as its own record (``kind="warn"``) and counted, in bulk
+per batch. :meth:`Guard.drain` lets the queue empty (graceful shutdown).
 
 Decisions: ``block`` (the inline defense flagged the text, or failed while
 fail-closed), ``allow``, or ``warn`` (flagged in ``mode: monitor``, which never
@@ -33,6 +34,7 @@ from shieldbench.service._preprocess import preprocess
 from shieldbench.service._prom import GuardMetrics
 from shieldbench.service._screen import Screen, ScreenResult, text_hash
 from shieldbench.service._stats import Event, RollingWindow
+from shieldbench.service._warnq import WarnOutcome, WarnQueue
 from shieldbench.service._writer import AuditWriter
 
 __all__ = ["Decision", "Guard"]
@@ -124,18 +126,17 @@ class Guard:
         config: ServeConfig,
         inline: Screen,
         *,
-        warn: Screen | None,
+        warn: WarnQueue | None,
         audit: AuditWriter,
         metrics: GuardMetrics,
         window: RollingWindow,
     ) -> None:
         self.config = config
         self.inline = inline
-        self.warn_screen = warn
+        self.warn = warn
         self.audit = audit
         self.metrics = metrics
         self.window = window
-        self._tasks: set[asyncio.Task[None]] = set()
         self._children: dict[tuple[str, str, str, str], tuple[Any, Any, Any]] = {}
         self.ready = False
 
@@ -174,11 +175,13 @@ class Guard:
         verdict = result.verdict
         path = str(verdict.details.get("path", "fast")) if verdict is not None else "fast"
         warn_state = "none"
-        if self.warn_screen is not None:
+        warn = self.warn
+        if warn is not None and audit:
             warn_state = "skipped" if decision != "allow" else "pending"
-            if warn_state == "pending" and len(self._tasks) >= self.config.max_pending_warn:
+            if warn_state == "pending" and warn.full():
                 warn_state = "dropped"  # backlog full: counted, never queued without bound
                 self.metrics.warn.labels("dropped").inc()
+                self.window.add_warn_dropped(time.time())
         fields: dict[str, Any] = {
             "id": new_id(),
             "decision": decision,
@@ -189,7 +192,7 @@ class Guard:
             "path": path,
             "dedup": result.dedup,
             "defense": {"name": self.inline.name, "version": self.inline.version},
-            "warn": warn_state if audit else "none",
+            "warn": warn_state,
             "stripped": fired,
             "error": result.error,
         }
@@ -198,8 +201,9 @@ class Guard:
         latency_ms = (time.perf_counter() - start) * 1000
         out = Decision(latency_ms=round(latency_ms, 3), **fields)
         self._count(out, endpoint, latency_ms)
-        if audit and warn_state == "pending":
-            self._spawn(self._warn(out.id, cleaned))
+        if warn_state == "pending":
+            assert warn is not None
+            warn.offer(out.id, cleaned)  # nothing awaited between full() and here: accepted
         return out
 
     def _body(
@@ -249,35 +253,39 @@ class Guard:
             Event(time.time(), out.decision, latency_ms, out.error is not None, out.path, out.dedup)
         )
 
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _warn(self, decision_id: str, text: str) -> None:
-        assert self.warn_screen is not None
-        result = await self.warn_screen.screen(text)
-        flagged = result.verdict is not None and result.verdict.blocked
-        state = "error" if result.verdict is None else ("flagged" if flagged else "clear")
-        self.metrics.warn.labels(state).inc()
-        if flagged:
-            self.metrics.warn.labels("disagree").inc()
-        self.window.add_warn(time.time(), flagged=flagged, inline_allowed=True)
-        self._submit(
-            {
-                "kind": "warn",
-                "id": new_id(),
-                "ref": decision_id,
-                "created": time.time(),
-                "warn": state,
-                "flagged_inline_allowed": flagged,
-                "score": None if result.verdict is None else result.verdict.score,
-                "reasons": [] if result.verdict is None else list(result.verdict.reasons),
-                "error": result.error,
-                "latency_ms": round(result.defense_ms, 3),
-                "defense": {"name": self.warn_screen.name, "version": self.warn_screen.version},
-            }
-        )
+    def warned(self, outcomes: list[WarnOutcome]) -> None:
+        """Count and record a batch of warn-only verdicts (on the event loop, one call a batch)."""
+        assert self.warn is not None
+        defense = {"name": self.warn.name, "version": self.warn.version}
+        now = time.time()
+        counts = {"flagged": 0, "clear": 0, "error": 0}
+        for outcome in outcomes:
+            verdict = outcome.verdict
+            flagged = verdict is not None and verdict.blocked
+            state = "error" if verdict is None else ("flagged" if flagged else "clear")
+            counts[state] += 1
+            self.window.add_warn(now, flagged=flagged, inline_allowed=True)
+            self._submit(
+                {
+                    "kind": "warn",
+                    "id": new_id(),
+                    "ref": outcome.decision_id,
+                    "created": now,
+                    "warn": state,
+                    "flagged_inline_allowed": flagged,
+                    "score": None if verdict is None else verdict.score,
+                    "reasons": [] if verdict is None else list(verdict.reasons),
+                    "error": outcome.error,
+                    "latency_ms": round(outcome.defense_ms, 3),
+                    "dedup": "hit" if outcome.cached else "miss",
+                    "defense": defense,
+                }
+            )
+        for state, n in counts.items():
+            if n:
+                self.metrics.warn.labels(state).inc(n)
+        if counts["flagged"]:
+            self.metrics.warn.labels("disagree").inc(counts["flagged"])
 
     def _submit(self, body: dict[str, Any]) -> None:
         self.audit.submit_later(body)  # nobody waits for it: chained off the event loop
@@ -289,6 +297,12 @@ class Guard:
         self.audit.submit(body)
 
     async def drain(self, timeout_s: float = 30.0) -> None:
-        """Await pending warn checks (graceful shutdown)."""
-        if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=timeout_s)
+        """Let the warn queue empty (graceful shutdown); what is still queued at the
+        deadline is recorded as a warn ``error`` naming the shutdown, never dropped."""
+        if self.warn is None:
+            return
+        left = await asyncio.to_thread(self.warn.close, timeout_s)
+        if left:
+            error = f"error: shutdown: not checked within the {timeout_s:g} s drain"
+            _log.error("%d warn-only check(s) not run before shutdown: recorded", len(left))
+            self.warned([WarnOutcome(decision_id, None, error, 0.0) for decision_id, _ in left])

@@ -20,6 +20,7 @@ from shieldbench.service._guard import Guard
 from shieldbench.service._prom import GuardMetrics
 from shieldbench.service._screen import Screen
 from shieldbench.service._stats import RollingWindow, quality
+from shieldbench.service._warnq import WarnQueue
 from shieldbench.service._writer import AuditWriter
 
 __all__ = ["Defenses", "Service", "build_defenses"]
@@ -74,35 +75,29 @@ class Service:
         except BaseException:
             store.close()
             raise
-        # The warn-only defense gets its own threads: a slow one must never queue the
-        # inline checks behind its backlog.
         executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="shieldbench-defense")
-        warn_executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="shieldbench-warn")
         metrics, window = GuardMetrics(), RollingWindow()
 
-        def screen(
-            defense: Defense, pool: ThreadPoolExecutor = executor, timeout_s: float | None = None
-        ) -> Screen:
+        def screen(defense: Defense) -> Screen:
             return Screen(
                 defense,
-                timeout_s=timeout_s or config.timeout_s,
+                timeout_s=config.timeout_s,
                 window_s=config.dedup_window_s,
-                executor=pool,
+                executor=executor,
             )
 
-        warn = (
-            None
-            if defenses.warn is None
-            else screen(defenses.warn, warn_executor, config.warn_timeout_s)
-        )
         guard = Guard(
-            config,
-            screen(defenses.inline),
-            warn=warn,
-            audit=writer,
-            metrics=metrics,
-            window=window,
+            config, screen(defenses.inline), warn=None, audit=writer, metrics=metrics, window=window
         )
+        if defenses.warn is not None:
+            # Its own queue and threads: a slow warn defense never delays an inline check.
+            guard.warn = WarnQueue(
+                defenses.warn,
+                on_results=guard.warned,
+                timeout_s=config.warn_timeout_s,
+                max_pending=config.max_pending_warn,
+                window_s=config.dedup_window_s,
+            )
         output = None if defenses.output is None else screen(defenses.output)
         service = cls(
             config=config,
@@ -113,7 +108,7 @@ class Service:
             metrics=metrics,
             window=window,
             api_keys=api_keys,
-            executors=(executor, warn_executor),
+            executors=(executor,),
         )
         if config.alerts.enabled:
             service.alerts = AlertLoop(service.stats, config.alerts, store, metrics)
@@ -131,9 +126,11 @@ class Service:
                 connector=aiohttp.TCPConnector(limit=256),
                 auto_decompress=False,
             )
-        for screen in (self.guard.inline, self.guard.warn_screen, self.output):
+        for screen in (self.guard.inline, self.output):
             if screen is not None:
                 await screen.screen("shieldbench warm-up: hello")
+        if self.guard.warn is not None:
+            await self.guard.warn.start()
         # What exists now (modules, app, models) lives as long as the process: frozen, a
         # full collection no longer walks it (tens of ms otherwise, charged to a request).
         gc.collect()

@@ -58,6 +58,7 @@ class RollingWindow:
     def __init__(self, *, max_events: int = 1_000_000) -> None:
         self._events: deque[Event] = deque(maxlen=max_events)
         self._warns: deque[tuple[float, bool, bool]] = deque(maxlen=max_events)
+        self._dropped: deque[float] = deque(maxlen=max_events)
 
     def add(self, event: Event) -> None:
         """Record one decision."""
@@ -66,6 +67,10 @@ class RollingWindow:
     def add_warn(self, when: float, *, flagged: bool, inline_allowed: bool) -> None:
         """Record a warn-only verdict that arrived after the response."""
         self._warns.append((when, flagged, inline_allowed))
+
+    def add_warn_dropped(self, when: float) -> None:
+        """Record a warn-only check refused because the warn queue was full."""
+        self._dropped.append(when)
 
     def _since(self, cutoff: float) -> list[Event]:
         out = []
@@ -102,6 +107,7 @@ class RollingWindow:
             "warn_checks": len(warns),
             "warn_disagreement": _share(disagree, len(warns)),
             "warn_flagged_inline_allowed": disagree,
+            "warn_dropped": sum(1 for when in reversed(self._dropped) if when >= cutoff),
         }
 
 
