@@ -173,3 +173,41 @@ def test_close_flushes_pending_checks_and_returns_what_the_deadline_left() -> No
     assert len(got) + len(left) == 40  # and only once
     assert got
     assert left
+
+
+class Remote:
+    """An async defense (an API behind ``acheck``): flags ``bad``, hangs on HANG."""
+
+    name = "remote"
+
+    def __init__(self) -> None:
+        self.loops: set[int] = set()
+
+    def check(self, text: str) -> Verdict:
+        raise AssertionError("an async defense is awaited, not called on a thread")
+
+    async def acheck(self, text: str) -> Verdict:
+        self.loops.add(id(asyncio.get_running_loop()))
+        await asyncio.sleep(5.0 if "HANG" in text else 0.01)
+        return Verdict(blocked="bad" in text, score=0.0)
+
+
+def test_an_async_defense_is_gathered_on_the_service_loop_with_its_timeout() -> None:
+    defense = Remote()
+
+    def build(on_results: Results) -> WarnQueue:
+        return WarnQueue(defense, on_results=on_results, timeout_s=0.3, max_pending=100)
+
+    async def body(queue: WarnQueue) -> None:
+        await queue.start()
+        for i, text in enumerate(["fine", "bad news", "HANG up"]):
+            queue.offer(f"d{i}", text)
+
+    got = {o.decision_id: o for o in _run(build, body)}
+    assert [got[d].verdict.blocked if got[d].verdict else None for d in sorted(got)] == [
+        False,
+        True,
+        None,
+    ]
+    assert got["d2"].error == "timeout: no answer within 0.3 s"
+    assert len(defense.loops) == 1  # one loop: the service's (client sessions live there)
