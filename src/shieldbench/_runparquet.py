@@ -27,6 +27,7 @@ import os
 import tempfile
 from collections.abc import Iterator, Sequence
 from datetime import datetime
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -65,9 +66,9 @@ def _schema() -> Any:
 
 
 def _rows(samples: Sequence[Sample], outcomes: Sequence[Outcome]) -> dict[str, list[Any]]:
-    return {
-        k: v for k, v in sample_columns(samples).items() if k != "messages"
-    } | {k: v for k, v in outcome_columns(outcomes).items() if k != "id"}
+    return {k: v for k, v in sample_columns(samples).items() if k != "messages"} | {
+        k: v for k, v in outcome_columns(outcomes).items() if k != "id"
+    }
 
 
 def _groups(run: Run, schema: Any) -> Iterator[Any]:
@@ -80,8 +81,8 @@ def _groups(run: Run, schema: Any) -> Iterator[Any]:
     import pyarrow as pa
 
     samples, outcomes = run.samples, run.outcomes
+    sample_it, outcome_it = iter(samples), iter(outcomes)
     for start in range(0, len(samples), ROW_GROUP):
-        stop = start + ROW_GROUP
         if isinstance(samples, ArrowRows) and isinstance(outcomes, ArrowRows):
             part_s = samples.table.slice(start, ROW_GROUP)
             part_o = outcomes.table.slice(start, ROW_GROUP)
@@ -91,7 +92,8 @@ def _groups(run: Run, schema: Any) -> Iterator[Any]:
             ]
             yield pa.Table.from_arrays(arrays, schema=schema)
         else:
-            yield pa.table(_rows(samples[start:stop], outcomes[start:stop]), schema=schema)
+            part = list(islice(sample_it, ROW_GROUP)), list(islice(outcome_it, ROW_GROUP))
+            yield pa.table(_rows(*part), schema=schema)
     if not samples:
         yield pa.table(_rows((), ()), schema=schema)
 
