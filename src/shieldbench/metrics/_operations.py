@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from shieldbench.metrics._columnar import columnar, latencies
 from shieldbench.metrics._intervals import Estimate, quantile_interval
 from shieldbench.types import Run
 
@@ -68,9 +69,13 @@ class LatencyStats:
 
 def latency_stats(run: Run, *, confidence: float = 0.95) -> LatencyStats:
     """Latency figures of ``run`` (see the module doc)."""
-    values = np.asarray(
-        [o.latency_ms for o in run.outcomes if o.status == "ok" and o.latency_ms is not None],
-        dtype=float,
+    values = (
+        latencies(run)
+        if columnar(run)
+        else np.asarray(
+            [o.latency_ms for o in run.outcomes if o.status == "ok" and o.latency_ms is not None],
+            dtype=float,
+        )
     )
     p50, p95, p99 = (quantile_interval(values, q, confidence=confidence) for q in (0.5, 0.95, 0.99))
     if values.size == 0:
