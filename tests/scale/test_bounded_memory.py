@@ -26,6 +26,7 @@ from shieldbench.engine._run import window_size
 from shieldbench.errors import DatasetError
 from shieldbench.metrics import summarize
 from shieldbench.runio import load_run, save_run
+from shieldbench.store import _runwrite, _samples, open_store
 from shieldbench.types import DefenseInfo, ErrorPolicy, Outcome, Run, RunConfig, Sample, Verdict
 
 QUIET = RunConfig(warmup=0)
@@ -219,3 +220,35 @@ def test_metrics_over_columns_equal_metrics_over_objects(policy: ErrorPolicy) ->
     assert isinstance(columnar.samples, ArrowRows)
     assert isinstance(objects.samples, tuple)
     assert summarize(columnar).to_dict() == summarize(objects).to_dict()
+
+
+def test_the_store_inserts_a_large_run_in_chunks_and_reads_it_back_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_runwrite, "_INSERT_CHUNK", 7)  # 400 outcomes: 58 inserts
+    monkeypatch.setattr(_samples, "_ENCODE_CHUNK", 9)  # the samples' document in 45 parts
+    data = _build(_records(400), chunk=64)
+    outcomes: ColumnBuilder[Outcome] = ColumnBuilder(outcome_columns, outcomes_from, chunk=64)
+    outcomes.extend([_outcome(i) for i in range(400)])
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    run = Run("big-1", DefenseInfo("x", "x"), data.info, RunConfig(), data.samples,
+              outcomes.finish(), now, now)  # fmt: skip
+    store = open_store(f"sqlite:///{tmp_path / 'h.db'}")
+    try:
+        assert store.add_run(run, git=(None, None))
+        back = store.get_run("big-1")
+    finally:
+        store.close()
+    assert list(back.outcomes) == list(run.outcomes)
+    assert list(back.samples) == list(run.samples)
+
+
+def test_the_samples_document_encoded_in_chunks_is_the_whole_list_encoded_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    samples = list(_build(_records(50), chunk=CHUNK))
+    whole = _samples.sample_document(samples)  # one chunk
+    monkeypatch.setattr(_samples, "_ENCODE_CHUNK", 4)
+    assert _samples.sample_document(samples) == whole
+    assert _samples.read_samples(whole) == tuple(samples)
+    assert _samples.sample_document([]) == b"[]"
