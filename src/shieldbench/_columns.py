@@ -243,4 +243,5 @@ class ColumnBuilder(Generic[R]):
             self._flush()
         table = pa.Table.from_batches(self._batches, schema=self._schema)
         self._batches = []
+        pa.default_memory_pool().release_unused()  # the converters' scratch memory
         return ArrowRows(table, self._make)
