@@ -32,7 +32,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from shieldbench.errors import StatisticsError
-from shieldbench.metrics._columnar import columnar, decisions, group_values
+from shieldbench.metrics._columnar import ERROR, TIMEOUT, columnar, decisions, group_values
 from shieldbench.metrics._confusion import Confusion, effective_blocked, resolve_policy
 from shieldbench.metrics._intervals import IntervalMethod, Rate, rate
 from shieldbench.types import ErrorPolicy, Run, Sample
@@ -118,20 +118,19 @@ def breakdown(
 
 def _columnar_cells(run: Run, by: str, chosen: ErrorPolicy) -> dict[str, list[int]] | None:
     """The cells of :func:`breakdown` counted over Arrow columns (None: field never set)."""
-    values = group_values(run, by, UNSPECIFIED)
-    if values is None:
+    found = group_values(run, by, UNSPECIFIED)
+    if found is None:
         return None
+    groups, index = found
     attack, blocked, status = decisions(run, chosen)
-    cells: dict[str, list[int]] = {}
-    for group in np.unique(values.astype(str)):
-        m = values == group
-        a, b, st = attack[m], blocked[m], status[m]
-        cells[str(group)] = [
-            int(np.count_nonzero(x))
-            for x in (a & (b == 1), a & (b == 0), ~a & (b == 1), ~a & (b == 0),
-                      a & (b < 0), ~a & (b < 0), st == "error", st == "timeout")
-        ]  # fmt: skip
-    return cells
+    n = len(groups)
+    masks = (attack & (blocked == 1), attack & (blocked == 0), ~attack & (blocked == 1),
+             ~attack & (blocked == 0), attack & (blocked < 0), ~attack & (blocked < 0),
+             status == ERROR, status == TIMEOUT)  # fmt: skip
+    counts = [np.bincount(index, weights=m, minlength=n) for m in masks]
+    return {
+        g: [int(c[k]) for c in counts] for k, g in enumerate(groups) if any(c[k] for c in counts)
+    }
 
 
 def _groups(

@@ -15,11 +15,21 @@ from typing import Any
 
 import numpy as np
 
-from shieldbench._columns import ArrowRows
+from shieldbench._columns import ArrowRows, outcomes_from
 from shieldbench.errors import StatisticsError
 from shieldbench.types import ErrorPolicy, Run
 
-__all__ = ["columnar", "decisions", "group_values", "latencies", "score_columns", "scored"]
+__all__ = [
+    "ERROR",
+    "TIMEOUT",
+    "bad_outcomes",
+    "columnar",
+    "decisions",
+    "group_values",
+    "latencies",
+    "score_columns",
+    "scored",
+]
 
 
 def columnar(run: Run) -> bool:
@@ -27,12 +37,24 @@ def columnar(run: Run) -> bool:
     return isinstance(run.samples, ArrowRows) and isinstance(run.outcomes, ArrowRows)
 
 
-def _strings(rows: Any, name: str) -> np.ndarray:
-    return np.asarray(rows.column(name).to_numpy(zero_copy_only=False), dtype=object)
+def _status(run: Run) -> np.ndarray:
+    """Each outcome's status as a small code: 0 ok, 1 error, 2 timeout (no strings made)."""
+    import pyarrow.compute as pc
+
+    column = run.outcomes.column("status")  # type: ignore[attr-defined]
+    codes = pc.index_in(column, value_set=pa_strings(["ok", "error", "timeout"]))
+    return np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int8)
+
+
+def pa_strings(values: list[str]) -> Any:
+    import pyarrow as pa
+
+    return pa.array(values, pa.string())
 
 
 def decisions(run: Run, policy: ErrorPolicy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(is_attack, blocked, status)``: blocked is 1 / 0, or -1 for an excluded outcome."""
+    """``(is_attack, blocked, status)``: blocked is 1 / 0, or -1 for an excluded outcome;
+    status as coded by :func:`_status` (use :data:`ERROR` / :data:`TIMEOUT`)."""
     import pyarrow.compute as pc
 
     attack = pc.equal(run.samples.column("label"), "attack")  # type: ignore[attr-defined]
@@ -42,26 +64,40 @@ def decisions(run: Run, policy: ErrorPolicy) -> tuple[np.ndarray, np.ndarray, np
     return (
         np.asarray(attack.to_numpy(zero_copy_only=False), dtype=bool),
         np.asarray(blocked.to_numpy(zero_copy_only=False), dtype=np.int8),
-        _strings(run.outcomes, "status"),
+        _status(run),
     )
 
 
-def group_values(run: Run, by: str, unset: str) -> np.ndarray | None:
-    """The sample field ``by`` of every sample (``unset`` where unset); None if never set."""
+ERROR, TIMEOUT = 1, 2
+
+
+def group_values(run: Run, by: str, unset: str) -> tuple[list[str], np.ndarray] | None:
+    """``(groups, index)``: the distinct values of sample field ``by`` (``unset`` where
+    unset) and each sample's index into them; None if no sample sets it."""
     import pyarrow.compute as pc
 
     column = run.samples.column(by)  # type: ignore[attr-defined]
     if column.null_count == len(column):
         return None
-    return np.asarray(pc.fill_null(column, unset).to_numpy(zero_copy_only=False), dtype=object)
+    encoded = pc.fill_null(column, unset).combine_chunks().dictionary_encode()
+    index = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    return [str(v) for v in encoded.dictionary.to_pylist()], index
+
+
+def bad_outcomes(run: Run) -> list[Any]:
+    """The outcomes that are not ok, made as objects (only those)."""
+    import pyarrow.compute as pc
+
+    table = run.outcomes.table  # type: ignore[attr-defined]
+    return list(ArrowRows(table.filter(pc.not_equal(table.column("status"), "ok")), outcomes_from))
 
 
 def latencies(run: Run) -> np.ndarray:
     """The latencies of the ok outcomes that have one."""
-    status = _strings(run.outcomes, "status")
+    status = _status(run)
     values = run.outcomes.column("latency_ms").to_numpy(zero_copy_only=False)  # type: ignore[attr-defined]
     floats: np.ndarray = np.asarray(values, dtype=float)
-    kept: np.ndarray = floats[(status == "ok") & ~np.isnan(floats)]
+    kept: np.ndarray = floats[(status == 0) & ~np.isnan(floats)]
     return kept
 
 

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from shieldbench.errors import StatisticsError
-from shieldbench.metrics._columnar import columnar, decisions
+from shieldbench.metrics._columnar import ERROR, TIMEOUT, columnar, decisions
 from shieldbench.metrics._counts import (
     CountStatistic,
     balanced_accuracy_from_counts,
@@ -188,7 +188,7 @@ def confusion(run: Run, *, policy: ErrorPolicy | None = None) -> Confusion:
         )
         ex_a = int(np.count_nonzero(attack & (blocked < 0)))
         ex_b = int(np.count_nonzero(~attack & (blocked < 0)))
-        errors, timeouts = int((status == "error").sum()), int((status == "timeout").sum())
+        errors, timeouts = int((status == ERROR).sum()), int((status == TIMEOUT).sum())
         return Confusion(tp, fn, fp, tn, ex_a, ex_b, errors, timeouts, chosen)
     errors = sum(o.status == "error" for o in run.outcomes)
     timeouts = sum(o.status == "timeout" for o in run.outcomes)
