@@ -2,11 +2,11 @@
 
 ``python benchmarks/_service_harness.py serve ARGS...`` runs the guard app (the same
 ``create_app`` ``shieldbench serve`` runs) on uvicorn on a free loopback port, with one
-extra route: ``GET /floor`` answers a constant JSON body straight from a bare ASGI
-function placed in front of the app. It is the floor of the overhead benchmark: same
-process, same server, same client, same run; the difference to ``/v1/check`` is what
-the service adds (routing, validation, preprocessing, dedup, the defense, the audit
-commit, metrics).
+extra route: ``/floor`` (any method) reads the request body and answers a constant
+JSON body straight from a bare ASGI function placed in front of the app. It is the
+floor of the overhead benchmark: same process, same server, same client, same request
+bodies, same run; the difference to ``/v1/check`` is what the service adds (routing,
+validation, preprocessing, dedup, the defense, the audit journal, metrics).
 
 :func:`start` launches it and returns the URL; :func:`load` drives it with aiohttp
 (cheaper per request than httpx's async client on 2 cores) and returns latencies.
@@ -39,6 +39,10 @@ ASGI = Callable[[Scope, Any, Any], Awaitable[None]]
 def _with_floor(app: ASGI) -> ASGI:
     async def floored(scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["path"] == "/floor":
+            more = True
+            while more:  # a POST's body is read, as the check reads it
+                message = await receive()
+                more = message["type"] == "http.request" and message.get("more_body", False)
             headers = [
                 (b"content-type", b"application/json"),
                 (b"content-length", b"%d" % len(FLOOR)),

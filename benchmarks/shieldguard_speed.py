@@ -8,6 +8,11 @@ over 32 texts (batch wall time / 32), the windows used, and, for long texts,
 the cost of windowing: the same texts cut to their first window (what a
 truncating model would pay, while missing everything after it).
 
+A last table measures a realistic mix: up to 256 texts of at most 512 tokens drawn
+(seeded) from ``builtin:core`` and the test split of ``../shared/datasets`` when it
+is there: the median and 90th percentile of ``check`` one text at a time, and the
+mean per text of ``check_batch`` over the whole mix.
+
 Run: ``python benchmarks/shieldguard_speed.py [--model DIR] [--threads 2] [--repeat 5]``.
 Timings depend on the machine and on what else runs on it.
 """
@@ -21,6 +26,7 @@ from pathlib import Path
 
 from shieldbench.datasets import load_dataset
 from shieldbench.defenses.models.shieldguard import WINDOW, ShieldGuardDefense
+from shieldbench.errors import ConfigError
 
 LENGTHS = (20, 128, 512, 2000)
 
@@ -53,6 +59,48 @@ def per_text_ms(fn: object, texts: list[str], repeat: int, *, batch: bool) -> fl
     return 1000 * statistics.median(times)
 
 
+def mix_of(guard: ShieldGuardDefense, n: int = 256, limit: int = 512) -> list[str]:
+    """Seeded real texts of at most ``limit`` tokens: builtin:core plus shared test rows."""
+    import random
+
+    from shieldbench.defenses.models.shieldguard._data import SHARED, shared_rows, split_of
+
+    pool = [s.text for s in load_dataset("builtin:core")]
+    for name in SHARED:
+        try:
+            pool += [t for i, t, _, _ in shared_rows(name) if split_of(i) == "test"]
+        except ConfigError:
+            break  # no ../shared/datasets here: builtin:core alone
+    random.Random(0).shuffle(pool)
+    lengths = [len(ids) for ids in guard.scorer.token_ids(pool[: 4 * n])]
+    return [t for t, k in zip(pool, lengths, strict=False) if k <= limit][:n]
+
+
+def mix(guard: ShieldGuardDefense) -> None:
+    texts = mix_of(guard)
+    tokens = sorted(len(ids) for ids in guard.scorer.token_ids(texts))
+    guard.check_batch(texts[:8])
+    single = []
+    for t in texts:
+        start = time.perf_counter()
+        guard.check(t)
+        single.append(1000 * (time.perf_counter() - start))
+    single.sort()
+    start = time.perf_counter()
+    guard.check_batch(texts)
+    batched = 1000 * (time.perf_counter() - start) / len(texts)
+    print()
+    print("| mix (n, median tokens) | single median ms | single p90 ms | batched mean ms/text |")
+    print("|---|---:|---:|---:|")
+    median_tokens = tokens[len(tokens) // 2]
+    p90 = single[int(0.9 * (len(single) - 1))]
+    print(
+        f"| {len(texts)} texts, {median_tokens} tokens | {statistics.median(single):.1f}"
+        f" | {p90:.1f} | {batched:.1f} |",
+        flush=True,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, default=None)
@@ -77,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             ]
             first = f"{per_text_ms(guard, cut, args.repeat, batch=True):.1f}"
         print(f"| {tokens} | {windows} | {single:.1f} | {batched:.1f} | {first} |", flush=True)
+    mix(guard)
     return 0
 
 

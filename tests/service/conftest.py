@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -20,6 +21,8 @@ def start_server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
     servers: list[Server] = []
 
     def start(*args: str, db: str | None = None, env: dict[str, str] | None = None) -> Server:
+        # One server per store (its audit journal is locked): each gets its own by default.
+        db = db or f"sqlite:///{tmp_path / f'guard-{len(servers)}.db'}"
         server = launch(tmp_path, *args, db=db, env=env)
         servers.append(server)
         return server
@@ -40,3 +43,16 @@ def upstream() -> Iterator[Upstream]:
     yield record
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _journal_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    # Journals of non-SQLite stores live in the state directory: a temporary one, which
+    # the servers and CLI runs the tests start inherit.
+    previous = os.environ.get("SHIELDBENCH_STATE_DIR")
+    os.environ["SHIELDBENCH_STATE_DIR"] = str(tmp_path_factory.mktemp("state"))
+    yield
+    if previous is None:
+        del os.environ["SHIELDBENCH_STATE_DIR"]
+    else:
+        os.environ["SHIELDBENCH_STATE_DIR"] = previous

@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -61,6 +62,17 @@ def _env(extra: dict[str, str] | None) -> dict[str, str]:
     env.pop("SHIELDBENCH_API_KEYS", None)
     env.update(extra or {})
     return env
+
+
+def eventually(probe: Callable[[], bool], timeout_s: float = 10.0) -> bool:
+    """Poll ``probe``: a live server's audit store trails its answers by the writer's
+    period (records are journalled before the answer, moved within ~20 ms)."""
+    deadline = time.monotonic() + timeout_s
+    while not probe():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

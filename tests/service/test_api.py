@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from guardtest import Server, cli, launch
+from guardtest import Server, cli, eventually, launch
 
 KEY = "s3cret-key-for-tests"
 AUTH = {"authorization": f"Bearer {KEY}"}
@@ -96,8 +96,8 @@ def test_batch_and_scores_only_twin(server: Server) -> None:
 
     store = AuditStore(server.db)
     try:
+        assert eventually(lambda: store.decision(batch["results"][0]["id"]) is not None)
         assert store.decision(scored["id"]) is None  # the twin writes nothing
-        assert store.decision(batch["results"][0]["id"]) is not None
     finally:
         store.close()
 

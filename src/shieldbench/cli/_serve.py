@@ -18,7 +18,7 @@ from typing import Annotated
 import typer
 
 from shieldbench.cli._app import app, console, err_console
-from shieldbench.errors import ConfigError
+from shieldbench.errors import ConfigError, StoreError
 
 __all__ = ["audit_app"]
 
@@ -88,7 +88,15 @@ def serve(
         )
     api_keys = keys_of(cfg)
     defenses = build_defenses(cfg)
-    AuditStore(cfg.db).close()  # fail fast (exit 2) on a store that cannot be opened
+    store = AuditStore(cfg.db)  # fail fast (exit 2) on a store that cannot be opened
+    try:
+        if store.journal_held():
+            raise StoreError(
+                f"{store.url}: another running `shieldbench serve` writes this store's audit"
+                f" log (its journal {store.journal_path} is locked); one server per store"
+            )
+    finally:
+        store.close()
     where = display_url(resolve_url(cfg.db)[0])
     err_console.print(
         f"serving {cfg.defense!r} (mode {cfg.mode}, store {where}, "

@@ -6,9 +6,12 @@ discovers two optional capabilities by duck typing and uses the fastest one:
 - ``check_batch(texts) -> list[Verdict]`` for models that score many texts at once;
 - ``async acheck(text) -> Verdict`` for network-bound defenses (HTTP APIs, LLMs).
 
-A defense may also expose ``version: str`` (reported with the run) and ``close()``
+A defense may also expose ``version: str`` (reported with the run), ``close()``
 (the engine never calls it: whoever built the defense owns it and closes it, so one
-defense can be reused over several runs).
+defense can be reused over several runs), and ``event_loop_safe = True``: its ``check``
+only computes (no I/O, no lock, no sleep) in time linear in the text, well under a
+millisecond per kilobyte, so a caller on an event loop may run it there instead of
+paying a hop to a worker thread (the guard service does; see its ``Screen``).
 
 Example:
     >>> from shieldbench.types import Verdict

@@ -17,13 +17,15 @@ from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from shieldbench.service._config import ServeConfig
-from shieldbench.service._deps import ReadyService, authorized, get_service
+from shieldbench.service._deps import ReadyService, authorized, get_service, ready
 from shieldbench.service._edges import (
     BodyLimit,
     ServiceError,
+    error_response,
     install_error_handlers,
     message_text,
 )
+from shieldbench.service._fastpath import CheckFastPath
 from shieldbench.service._guard import Decision
 from shieldbench.service._models import (
     BatchRequest,
@@ -73,7 +75,7 @@ async def _decide(
         )
     except ServiceError:
         raise
-    except Exception as exc:  # the audit log could not commit: refuse to answer unlogged
+    except Exception as exc:  # the audit journal could not be written: refuse to answer unlogged
         raise ServiceError(
             503, "audit_unavailable", f"the audit log is unavailable: {exc}"
         ) from exc
@@ -122,11 +124,36 @@ def create_app(
     app.add_middleware(BodyLimit, limit=config.max_body_bytes)
     app.include_router(proxy_router(DECISION_HEADER))
 
-    @app.post("/v1/check", response_model=CheckResponse)
-    async def check(item: CheckRequest, service: ReadyService) -> JSONResponse:
-        """Screen one text (or the screened roles of ``messages``); the decision is audited."""
+    async def answer_check(item: CheckRequest, service: Service) -> Response:
         decision = await _decide(service, item, endpoint="check")
-        return JSONResponse(decision.to_json(), headers={DECISION_HEADER: decision.id})
+        return Response(
+            decision.to_bytes(),
+            media_type="application/json",
+            headers={DECISION_HEADER: decision.id},
+        )
+
+    async def fast_check(item: CheckRequest, request: Request) -> Response | None:
+        try:
+            service = await ready(request)
+        except ServiceError:
+            return None  # 401 / 503: the route answers them, as for any request
+        try:
+            return await answer_check(item, service)
+        except ServiceError as exc:
+            return error_response(exc.status, exc.kind, str(exc), **exc.extra)
+
+    app.add_middleware(  # added last: outermost, in front of the body limit and the router
+        CheckFastPath,
+        path="/v1/check",
+        model=CheckRequest,
+        answer=fast_check,
+        limit=config.max_body_bytes,
+    )
+
+    @app.post("/v1/check", response_model=CheckResponse)
+    async def check(item: CheckRequest, service: ReadyService) -> Response:
+        """Screen one text (or the screened roles of ``messages``); the decision is audited."""
+        return await answer_check(item, service)
 
     @app.post("/v1/check/batch", response_model=BatchResponse)
     async def check_batch(batch: BatchRequest, service: ReadyService) -> dict[str, Any]:
@@ -165,6 +192,12 @@ def create_app(
     @app.post("/v1/feedback", response_model=FeedbackResponse)
     async def feedback(item: FeedbackRequest, service: ReadyService) -> dict[str, Any]:
         """Attach a reviewer's ground-truth label to a decision (404 if the id is unknown)."""
+        try:  # the decision may still be on its way from the journal to the store
+            await asyncio.wait_for(service.writer.flushed(), 10.0)
+        except TimeoutError:
+            raise ServiceError(
+                503, "audit_unavailable", "the audit store is not keeping up"
+            ) from None
         found = await asyncio.to_thread(service.store.decision, item.id)
         if found is None or found.get("kind") != "decision":
             raise ServiceError(404, "not_found", f"no decision with id {item.id!r}")

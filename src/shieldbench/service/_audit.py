@@ -1,10 +1,11 @@
 """The audit log: append-only, hash-chained records of every decision, in the store.
 
 :class:`AuditStore` is the database side (append a batch in one transaction, read the
-chain, feedback, retention). :class:`AuditWriter` is the service side: requests hand
-it a record and await its commit (group commit: one transaction per batch of
-whatever arrived meanwhile), so a client never gets an answer whose decision is not
-durable. :func:`verify_chain` recomputes every hash and names the first broken record.
+chain, feedback, retention; opening it first moves in what a dead server left in its
+journal). The service writes through :class:`~shieldbench.service._writer.AuditWriter`
+(records are chained and made durable in the local journal before the answer, then
+moved here in batches). :func:`verify_chain` recomputes every hash and names the first
+broken record.
 
 Retention deletes records older than an age and appends a ``retention`` record whose
 body holds the first kept sequence number and the hash it chains from, so a verify
@@ -21,34 +22,42 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
 import json
 import logging
-import queue
 import threading
 import time
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 import sqlalchemy as sa
 
 from shieldbench.alerts import Alert, Delivery
+from shieldbench.service._journal import Journal, JournalLine, journal_path
 from shieldbench.service._tables import audit_table, feedback_table
 from shieldbench.store import open_store
 
-__all__ = ["AuditStore", "AuditWriter", "ChainReport", "verify_chain"]
+__all__ = ["AuditStore", "ChainReport", "audit_row", "canonical", "chain_hash", "verify_chain"]
 
 _log = logging.getLogger("shieldbench.service.audit")
 GENESIS = "0" * 64
 
 
 def canonical(body: Mapping[str, Any]) -> str:
-    """The JSON a record is hashed over: sorted keys, no spaces, UTF-8 kept."""
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """The JSON a record is hashed over: sorted keys, no spaces, UTF-8 kept.
+
+    orjson writes it (~10x faster); what orjson refuses (a lone surrogate, an integer
+    over 64 bits) the json module writes, in ASCII (``\\ud800`` escapes: a database
+    stores that, not a raw surrogate). The hash covers the stored text, which is never
+    re-serialised, so the two need not agree on formatting."""
+    try:
+        return orjson.dumps(body, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
 
 def chain_hash(prev_hash: str, body: str) -> str:
@@ -60,14 +69,47 @@ def _utc(posix: float) -> datetime:
     return datetime.fromtimestamp(posix, UTC)
 
 
+def audit_row(line: JournalLine, body: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``guard_audit`` row of a chained record (``body`` is ``line.body`` parsed)."""
+    return {
+        "seq": line.seq,
+        "id": str(body["id"]),
+        "kind": str(body["kind"]),
+        "ref": body.get("ref"),
+        "created": _utc(float(body["created"])),
+        "decision": body.get("decision"),
+        "body": line.body,
+        "prev_hash": line.prev_hash,
+        "hash": line.hash,
+    }
+
+
 class AuditStore:
     """The audit and feedback tables of one history store (opened and migrated here)."""
 
-    def __init__(self, db: str | None = None) -> None:
+    def __init__(self, db: str | None = None, *, recover: bool = True) -> None:
         self._store = open_store(db)
         self.url = self._store.url
+        self.journal_path = journal_path(self._store.backend, self.url)
         self._head: tuple[int, str] | None = None
         self._lock = threading.RLock()  # one appender at a time: the chain is a sequence
+        if recover and self.journal_path.exists():
+            # A server that died left records in its journal: move them in first (a
+            # journal a live server holds is its own business: it is skipped).
+            journal = Journal.open(self.journal_path)
+            if journal is not None:
+                try:
+                    self.replay(journal)
+                finally:
+                    journal.close()
+
+    def journal_held(self) -> bool:
+        """Whether a running server holds this store's audit journal (it writes the chain)."""
+        journal = Journal.open(self.journal_path)
+        if journal is None:
+            return True
+        journal.close()
+        return False
 
     def head(self) -> tuple[int, str]:
         """The last sequence number and hash (``0`` and the genesis hash when empty)."""
@@ -93,29 +135,43 @@ class AuditStore:
             seq += 1
             text = canonical({**body, "seq": seq})
             digest = chain_hash(prev, text)
-            rows.append(
-                {
-                    "seq": seq,
-                    "id": str(body["id"]),
-                    "kind": str(body["kind"]),
-                    "ref": body.get("ref"),
-                    "created": _utc(float(body["created"])),
-                    "decision": body.get("decision"),
-                    "body": text,
-                    "prev_hash": prev,
-                    "hash": digest,
-                }
-            )
+            rows.append(audit_row(JournalLine(seq, prev, digest, text), body))
             prev = digest
+        self.insert_chained(rows)
+
+    def insert_chained(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert rows chained elsewhere (the journal), in order, in one transaction."""
         if not rows:
             return
-        try:
-            with self._store.session(write=True) as conn:
-                conn.execute(audit_table.insert(), rows)
-        except BaseException:
-            self._head = None  # re-read the head: the transaction may or may not be there
-            raise
-        self._head = (seq, prev)
+        with self._lock:
+            try:
+                with self._store.connection(write=True) as conn:
+                    conn.execute(audit_table.insert(), rows)
+            except BaseException:
+                self._head = None  # re-read the head: the transaction may or may not be there
+                raise
+            self._head = (int(rows[-1]["seq"]), str(rows[-1]["hash"]))
+
+    def replay(self, journal: Journal, *, batch: int = 1000) -> int:
+        """Move the journal's records that the store lacks into it; empty the journal."""
+        with self._lock:
+            self._head = None
+            head = self.head()[0]
+            rows: list[dict[str, Any]] = []
+            moved = 0
+            for line in journal.lines():
+                if line.seq <= head:
+                    continue
+                rows.append(audit_row(line, json.loads(line.body)))
+                if len(rows) >= batch:
+                    self.insert_chained(rows)
+                    moved, rows = moved + len(rows), []
+            self.insert_chained(rows)
+            moved += len(rows)
+            journal.clear()
+        if moved:
+            _log.warning("audit journal %s: %d record(s) moved into the store", journal.path, moved)
+        return moved
 
     def rows(
         self, *, since: float | None = None, kind: str | None = None
@@ -169,13 +225,22 @@ class AuditStore:
         with self._store.session() as conn:
             return {str(r[0]): (str(r[1]), str(r[2])) for r in conn.execute(query)}
 
-    def prune(self, older_than_s: float, *, now: float | None = None) -> int:
-        """Delete records older than the age; chain a ``retention`` record. Returns the count."""
+    def prune(
+        self,
+        older_than_s: float,
+        *,
+        now: float | None = None,
+        chain: Callable[[dict[str, Any]], object] | None = None,
+    ) -> int:
+        """Delete records older than the age; chain a ``retention`` record. Returns the count.
+
+        ``chain`` appends the retention record instead of this store (the service's
+        writer, which owns the chain while it runs)."""
         cutoff = (time.time() if now is None else now) - older_than_s
         with self._lock:
-            return self._prune(cutoff)
+            return self._prune(cutoff, chain or (lambda body: self._append([body])))
 
-    def _prune(self, cutoff_posix: float) -> int:
+    def _prune(self, cutoff_posix: float, chain: Callable[[dict[str, Any]], object]) -> int:
         cutoff = _utc(cutoff_posix)
         with self._store.session(write=True) as conn:
             first_kept = conn.execute(
@@ -193,20 +258,16 @@ class AuditStore:
                 seq, prev = self.head()[0] + 1, self.head()[1]
             else:
                 seq, prev = int(first_kept[0]), str(first_kept[1])
-            anchor = {"first_kept_seq": seq, "anchor_hash": prev}
-            self._append(
-                [
-                    {
-                        "kind": "retention",
-                        "id": hashlib.sha256(f"retention{time.time_ns()}".encode()).hexdigest()[
-                            :32
-                        ],
-                        "created": time.time(),
-                        "deleted": int(deleted),
-                        "cutoff": cutoff_posix,
-                        **anchor,
-                    }
-                ]
+            chain(
+                {
+                    "kind": "retention",
+                    "id": hashlib.sha256(f"retention{time.time_ns()}".encode()).hexdigest()[:32],
+                    "created": time.time(),
+                    "deleted": int(deleted),
+                    "cutoff": cutoff_posix,
+                    "first_kept_seq": seq,
+                    "anchor_hash": prev,
+                }
             )
         return int(deleted)
 
@@ -282,94 +343,3 @@ def _verify(rows: Iterator[Any]) -> ChainReport:
         if anchors.get(seq0) != prev0 and prev0 != GENESIS:
             return ChainReport(False, count, seq0, rid0, "records before it were removed")
     return problem or ChainReport(True, count)
-
-
-class AuditWriter:
-    """Group-commits records from the event loop on one writer thread, in order."""
-
-    def __init__(self, store: AuditStore, *, max_batch: int = 512, defer_s: float = 0.2) -> None:
-        self.store = store
-        self.max_batch = max_batch
-        self.defer_s = defer_s
-        self._queue: queue.SimpleQueue[
-            tuple[dict[str, Any], asyncio.Future[None] | None] | None
-        ] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="shieldbench-audit", daemon=True)
-        self.written = 0
-        self.failed = 0
-        self._thread.start()
-
-    def submit(self, body: dict[str, Any]) -> asyncio.Future[None]:
-        """Queue one record; the future completes once it is committed (or failed)."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queue.put((body, future))
-        return future
-
-    def submit_nowait(self, body: dict[str, Any]) -> None:
-        """Queue a record nobody waits for (warn results after the response)."""
-        self._queue.put((body, None))
-
-    def _run(self) -> None:
-        # Records nobody waits for (warn results, alerts) are held up to
-        # ``defer_s`` and committed with the next awaited batch, so they do not cost a
-        # transaction of their own in front of a request that is waiting.
-        held: list[tuple[dict[str, Any], asyncio.Future[None] | None]] = []
-        deadline = 0.0
-        while True:
-            timeout = max(0.0, deadline - time.monotonic()) if held else None
-            try:
-                item = self._queue.get(timeout=timeout)
-            except queue.Empty:
-                self._commit(held)
-                held = []
-                continue
-            batch = held
-            held = []
-            stop = False
-            while True:
-                if item is None:
-                    stop = True
-                    break
-                batch.append(item)
-                if len(batch) >= self.max_batch:
-                    break
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-            if stop or any(future is not None for _, future in batch):
-                self._commit(batch)
-            else:
-                held = batch
-                deadline = time.monotonic() + self.defer_s
-            if stop:
-                return
-
-    def _commit(self, batch: list[tuple[dict[str, Any], asyncio.Future[None] | None]]) -> None:
-        if not batch:
-            return
-        error: BaseException | None = None
-        try:
-            self.store.append([body for body, _ in batch])
-            self.written += len(batch)
-        except Exception as exc:
-            error = exc
-            self.failed += len(batch)
-            _log.error("audit write of %d record(s) failed: %s", len(batch), exc)
-        for _, future in batch:
-            if future is not None:
-                future.get_loop().call_soon_threadsafe(_settle, future, error)
-
-    def close(self, timeout_s: float = 30.0) -> None:
-        """Flush what is queued and stop the thread."""
-        self._queue.put(None)
-        self._thread.join(timeout_s)
-
-
-def _settle(future: asyncio.Future[None], error: BaseException | None) -> None:
-    if future.done():
-        return
-    if error is None:
-        future.set_result(None)
-    else:
-        future.set_exception(error)

@@ -21,6 +21,8 @@
     db: sqlite:///.shieldbench/history.db
     store_text: false               # audit log keeps a redacted preview unless true
     retention_days: 90
+    journal_fsync_s: 1.0            # audit journal: fsync at most 1 s apart (0: every
+                                    # record; absent: the kernel's own flush)
     api_keys_env: SHIELDBENCH_API_KEYS   # comma separated
     api_keys_file: /etc/shieldbench/keys # one per line
     max_body_bytes: 1000000
@@ -90,6 +92,7 @@ class ServeConfig:
     db: str | None = None
     store_text: bool = False
     retention_days: float | None = None
+    journal_fsync_s: float | None = None
     api_keys_env: str = "SHIELDBENCH_API_KEYS"
     api_keys_file: str | None = None
     max_body_bytes: int = 1_000_000
@@ -109,6 +112,9 @@ class ServeConfig:
             raise ConfigError("stream_check_every_chars must be in [1, stream_window_chars]")
         if self.retention_days is not None and not self.retention_days > 0:
             raise ConfigError(f"retention_days must be > 0, got {self.retention_days!r}")
+        fsync = self.journal_fsync_s
+        if fsync is not None and (isinstance(fsync, bool) or not fsync >= 0):
+            raise ConfigError(f"journal_fsync_s must be >= 0 (seconds), got {fsync!r}")
         object.__setattr__(self, "strip", check_strippers(self.strip))
         object.__setattr__(self, "roles", tuple(self.roles))
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, exc
+from sqlalchemy import Connection, Engine, create_engine, event, exc
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -134,6 +134,18 @@ class StoreEngine:
         try:
             with factory.begin() as session:
                 yield session
+        except exc.OperationalError as error:
+            raise StoreError(f"{self.where}: {_reason(error)}") from error
+        except exc.DatabaseError as error:
+            raise StoreError(f"{self.where}: {_reason(error)}") from error
+
+    @contextmanager
+    def connection(self, *, write: bool = False) -> Iterator[Connection]:
+        """Like :meth:`session` on a Core connection: no ORM unit of work, ~3x cheaper for
+        a small insert (a hot path such as the guard service's audit commit)."""
+        try:
+            with (self.write_engine if write else self.engine).begin() as conn:
+                yield conn
         except exc.OperationalError as error:
             raise StoreError(f"{self.where}: {_reason(error)}") from error
         except exc.DatabaseError as error:

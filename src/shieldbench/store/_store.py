@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, select
 from sqlalchemy.orm import Session
 
 from shieldbench.alerts import Alert, Delivery
@@ -76,6 +76,12 @@ class Store:
         """One transaction (committed at the end of the block, rolled back on error)."""
         with self._db.session(write=write) as session:
             yield session
+
+    @contextmanager
+    def connection(self, *, write: bool = False) -> Iterator[Connection]:
+        """One transaction on a Core connection (cheaper than :meth:`session`; hot paths)."""
+        with self._db.connection(write=write) as conn:
+            yield conn
 
     def close(self) -> None:
         self._db.dispose()

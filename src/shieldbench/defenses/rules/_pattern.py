@@ -134,6 +134,8 @@ class PatternDefense:
     """
 
     name = "pattern"
+    #: RE2 and a linear normaliser, ~1 ms per 100,000 characters: cheaper than a thread hop.
+    event_loop_safe = True
 
     def __init__(
         self, *, threshold: float = DEFAULT_THRESHOLD, rules: tuple[Rule, ...] = RULES

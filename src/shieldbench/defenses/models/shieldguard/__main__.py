@@ -1,8 +1,10 @@
-"""``python -m shieldbench.defenses.models.shieldguard train OUT [--steps N] [--fold NAME]``.
+"""``python -m shieldbench.defenses.models.shieldguard prepare|train ...``.
 
-Retrains shieldguard from the installed data, ``../shared/datasets`` (or
-``SHIELDGUARD_DATA``) and the written data; CPU only, seeded. The shipped model
-was made with the defaults (see its ``card.json``).
+``train OUT`` retrains shieldguard from the installed data, ``../shared/datasets``
+(or ``SHIELDGUARD_DATA``) and the written data: seeded, CPU by default. The shipped
+model's card says how it was made. ``prepare FILE`` writes the assembled data to one
+file, so that fitting can happen elsewhere (``_fit.py``, e.g. on a GPU) and
+``train OUT --data FILE --weights W`` finishes it here.
 """
 
 from __future__ import annotations
@@ -13,39 +15,85 @@ from pathlib import Path
 
 from shieldbench.errors import ShieldbenchError
 
+NEEDS = (
+    "training needs torch, transformers, onnx and onnxruntime ({});"
+    " pip install 'shieldbench[shieldguard-train]'"
+)
 
-def main(argv: list[str] | None = None) -> int:
+
+def _parser() -> argparse.ArgumentParser:
+    from shieldbench.defenses.models.shieldguard._fit import TrainConfig
+
+    defaults = TrainConfig()
     parser = argparse.ArgumentParser(prog="python -m shieldbench.defenses.models.shieldguard")
     sub = parser.add_subparsers(dest="command", required=True)
+    prep = sub.add_parser("prepare", help="assemble the training data into one .jsonl.gz")
+    prep.add_argument("out", type=Path)
+    prep.add_argument("--fold", default=None, help="hold out one fold of sources (evaluation)")
+    prep.add_argument("--seed", type=int, default=defaults.seed)
     cmd = sub.add_parser("train", help="fine-tune, export to int8 ONNX, calibrate, write card")
     cmd.add_argument("out", type=Path)
-    cmd.add_argument("--steps", type=int, default=900)
-    cmd.add_argument("--seed", type=int, default=0)
     cmd.add_argument("--fold", default=None, help="hold out one fold of sources (evaluation)")
-    cmd.add_argument("--threads", type=int, default=2)
-    cmd.add_argument("--max-len", type=int, default=128)
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    for name in ("steps", "seed", "threads", "max_len", "batch_size"):
+        flag = f"--{name.replace('_', '-')}"
+        cmd.add_argument(flag, type=int, default=getattr(defaults, name))
+    cmd.add_argument("--lr", type=float, default=defaults.lr)
+    cmd.add_argument("--target-fpr", type=float, default=defaults.target_fpr)
+    cmd.add_argument(
+        "--no-eval", action="store_true", help="skip the card's metrics on the shared sets"
+    )
+    cmd.add_argument("--device", default=defaults.device, help="torch device (default cpu)")
+    cmd.add_argument("--data", type=Path, default=None, help="a file written by prepare")
+    cmd.add_argument("--weights", type=Path, default=None, help="weights fitted by _fit.py")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
+        if args.command == "prepare":
+            from shieldbench.defenses.models.shieldguard._train import prepare
+
+            counts = prepare(args.out, fold=args.fold, seed=args.seed)
+            print(f"wrote {args.out}: {counts}")
+            return 0
         from shieldbench.defenses.models.shieldguard._train import TrainConfig, train
     except ImportError as exc:
-        print(
-            f"error: training needs torch, transformers, onnx and onnxruntime ({exc});"
-            " pip install 'shieldbench[shieldguard-train]'",
-            file=sys.stderr,
-        )
+        print(f"error: {NEEDS.format(exc)}", file=sys.stderr)
+        return 2
+    except ShieldbenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.weights is not None and args.data is None:
+        print("error: --weights needs --data (the prepared file it was fitted on)", file=sys.stderr)
+        return 2
+    for flag, path in (("--data", args.data), ("--weights", args.weights)):
+        if path is not None and not path.is_file():
+            print(f"error: {flag} {path}: no such file", file=sys.stderr)
+            return 2
+    config = TrainConfig(
+        steps=args.steps,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        seed=args.seed,
+        fold=args.fold,
+        threads=args.threads,
+        max_len=args.max_len,
+        device=args.device,
+        target_fpr=args.target_fpr,
+    )
+    if not 0.0 < config.target_fpr < 0.5:
+        print(f"error: --target-fpr must be in (0, 0.5), got {config.target_fpr}", file=sys.stderr)
+        return 2
+    if config.steps < 1 or config.batch_size < 1 or config.max_len < 8:
+        print("error: --steps and --batch-size must be >= 1, --max-len >= 8", file=sys.stderr)
         return 2
     try:
-        train(
-            args.out,
-            TrainConfig(
-                steps=args.steps,
-                seed=args.seed,
-                fold=args.fold,
-                threads=args.threads,
-                max_len=args.max_len,
-            ),
-        )
+        train(args.out, config, data=args.data, weights=args.weights, metrics=not args.no_eval)
     except ShieldbenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:  # a bad prepared file or weights that do not fit
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

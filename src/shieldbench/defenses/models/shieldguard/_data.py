@@ -33,6 +33,7 @@ __all__ = [
     "SHARED",
     "Example",
     "assemble",
+    "dev_attacks",
     "shared_dir",
     "shared_rows",
     "split_of",
@@ -137,6 +138,7 @@ def assemble(
 
     ``dev`` holds the benign dev rows of the shared sets still in play plus written
     benign dev texts: the threshold is calibrated on it, and nothing reported uses it.
+    Training texts that are near-duplicates of a shared test *or dev* row are dropped.
     """
     if fold is not None and fold not in FOLDS:
         raise ConfigError(f"shieldguard: unknown fold {fold!r}; choose one of {sorted(FOLDS)}")
@@ -168,6 +170,9 @@ def assemble(
         train.extend(_capped(part["train"], rng, name))
         dev.extend(e for e in part["dev"] if e.label == 0)
         evaluated.extend(e.text for e in part["test"])
+        # dev rows calibrate the threshold: a near-copy of one in training would make
+        # the model look surer on dev than on unseen rows (templated sets, e.g. BIPIA)
+        evaluated.extend(e.text for e in part["dev"])
     written_train, written_dev = augmented(train, seed=seed)
     train.extend(written_train)
     dev.extend(written_dev)
@@ -183,3 +188,20 @@ def _drop_overlap(train: list[Example], evaluated: list[str]) -> list[Example]:
     pairs = near_duplicates([e.text for e in kept], evaluated, threshold=0.8)
     dropped = {i for i, _, _ in pairs}
     return [e for i, e in enumerate(kept) if i not in dropped]
+
+
+def dev_attacks(*, fold: str | None = None, data: Path | None = None) -> list[Example]:
+    """Attack rows of the dev split of the shared sources still in play (recipe choice only).
+
+    With the benign ``dev`` rows of :func:`assemble` they give a development TPR at
+    the target FPR: what a training recipe may be chosen on. Held-out folds and the
+    test split are never looked at.
+    """
+    held = set(FOLDS.get(fold, ())) if fold else set()
+    return [
+        Example(text, label, name)
+        for name in SHARED
+        if name not in held
+        for sample_id, text, label, _ in shared_rows(name, data)
+        if label == 1 and split_of(sample_id) == "dev"
+    ]

@@ -32,10 +32,11 @@ class ShieldGuardDefense:
     train OUT``). ``threshold`` defaults to the card's, calibrated on benign
     development data for the card's target false positive rate.
 
-    ``batch_size`` is how many windows go through the model in one call. It is 1 by
-    default because dynamic int8 quantization scales activations per call: with
-    larger batches a text's score depends slightly on its batch companions, and
-    ``check`` and ``check_batch`` could disagree near the threshold.
+    ``batch_size`` is how many windows go through the model in one call (windows
+    are sorted by length first, so little is padding). The quantization is
+    weight-only (8-bit weights; activations quantized per row at run time), so a
+    text's score does not depend on its batch companions beyond float rounding
+    (below 1e-4 in probability): ``check`` and ``check_batch`` agree.
     """
 
     name = "shieldguard"
@@ -46,7 +47,7 @@ class ShieldGuardDefense:
         *,
         threshold: float | None = None,
         threads: int = 2,
-        batch_size: int = 1,
+        batch_size: int = 16,
     ) -> None:
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise ConfigError(f"shieldguard: threshold must be in [0, 1], got {threshold}")
@@ -100,5 +101,5 @@ def _shieldguard(spec: Spec) -> ShieldGuardDefense:
         Path(spec.arg) if spec.arg else None,
         threshold=spec.float_option("threshold"),
         threads=spec.int_option("threads", 2) or 2,
-        batch_size=spec.int_option("batch_size", 1) or 1,
+        batch_size=spec.int_option("batch_size", 16) or 16,
     )

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from shieldbench.defenses.models.shieldguard._fit import head_tail
 from shieldbench.errors import ConfigError
 
 __all__ = ["STRIDE", "WINDOW", "Scorer", "head_tail", "windows"]
@@ -35,18 +36,20 @@ def windows(ids: Sequence[int], *, window: int = WINDOW, stride: int = STRIDE) -
     return [list(ids[s : s + window]) for s in starts]
 
 
-def head_tail(ids: Sequence[int], limit: int) -> list[int]:
-    """The first and last ``limit / 2`` tokens of a long text (how training fits it)."""
-    if len(ids) <= limit:
-        return list(ids)
-    head = limit // 2
-    return [*ids[:head], *ids[len(ids) - (limit - head) :]]
-
-
 class Scorer:
     """P(attack) of texts from an int8 ONNX model folder (``model.onnx``, ``tokenizer.json``)."""
 
-    def __init__(self, folder: Path, *, threads: int = 2, batch_size: int = 1) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        threads: int = 2,
+        batch_size: int = 16,
+        window: int = WINDOW,
+        stride: int = STRIDE,
+    ) -> None:
+        if not 0 < stride <= window:
+            raise ConfigError(f"shieldguard: need 0 < stride <= window, got {stride}, {window}")
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -65,6 +68,8 @@ class Scorer:
             str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
         )
         self.batch_size = batch_size
+        self.window = window
+        self.stride = stride
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids of each text, without special tokens or truncation."""
@@ -95,7 +100,7 @@ class Scorer:
         spans: list[list[int]] = []
         owner: list[int] = []
         for index, ids in enumerate(self.token_ids(texts)):
-            for span in windows(ids):
+            for span in windows(ids, window=self.window, stride=self.stride):
                 spans.append(span)
                 owner.append(index)
         best = [-math.inf] * len(texts)

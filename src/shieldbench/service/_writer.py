@@ -1,0 +1,197 @@
+"""The service's audit writer: chain and journal each record now, move it to the store soon.
+
+:meth:`AuditWriter.submit` runs on the event loop: it gives the record the next
+sequence number, hashes it onto the chain and appends it to the journal
+(:mod:`~shieldbench.service._journal`), about 20 us; when it returns, the record
+survives the death of the process, and the answer may go out. A writer thread wakes
+every ``period_s`` (20 ms), moves what was journalled meanwhile into the store in one
+transaction per ``max_batch`` records, and empties the journal whenever the store has
+caught up. It is not woken per record: a woken thread wants the interpreter's lock
+back, and the event loop then waits for it at its next system call (measured: up to
+a millisecond a request on 2 busy cores). A failing store (a database that is down)
+does not stop the answers: records wait in the journal (and in memory) and the
+thread retries with a back-off; a journal that cannot be written (disk full) fails
+:meth:`submit`, and the caller refuses to answer unlogged.
+
+:meth:`flushed` awaits the store having every record submitted so far (feedback
+looks a decision up there); it wakes the thread at once. :meth:`close` moves the rest
+and empties the journal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import threading
+import time
+from typing import Any
+
+from shieldbench.errors import StoreError
+from shieldbench.service._audit import AuditStore, audit_row, canonical, chain_hash
+from shieldbench.service._journal import Journal, JournalLine, encode_line
+
+__all__ = ["AuditWriter"]
+
+_log = logging.getLogger("shieldbench.service.audit")
+_Waiter = tuple[int, asyncio.Future[None]]
+
+
+class AuditWriter:
+    """The journal in front of the store (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: AuditStore,
+        *,
+        fsync_s: float | None = None,
+        max_batch: int = 512,
+        period_s: float = 0.02,
+        lock_wait_s: float = 5.0,
+    ) -> None:
+        journal = Journal.open(store.journal_path)
+        deadline = time.monotonic() + lock_wait_s  # a reader (audit verify) may be replaying
+        while journal is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+            journal = Journal.open(store.journal_path)
+        if journal is None:
+            raise StoreError(
+                f"audit journal {store.journal_path} is held by another running server"
+                " on this store; one server writes one audit log"
+            )
+        try:
+            store.replay(journal)  # what a killed predecessor left, before anything new
+        except BaseException:
+            journal.close()
+            raise
+        self.store = store
+        self.journal = journal
+        self.fsync_s = fsync_s
+        self.max_batch = max_batch
+        self.period_s = min(period_s, fsync_s) if fsync_s else period_s
+        self._seq, self._prev = store.head()
+        self._moved = self._seq
+        self._lock = threading.Lock()  # the chain's order: retention appends from a thread
+        self._records: collections.deque[dict[str, Any]] = collections.deque()
+        self._later: collections.deque[dict[str, Any]] = collections.deque()
+        self._wake = threading.Event()
+        self._stopping = False
+        self._waiters: list[_Waiter] = []
+        self._dirty = False
+        self._closed = False
+        self._synced = time.monotonic()
+        self.written = 0
+        self.failed = 0
+        self._thread = threading.Thread(target=self._run, name="shieldbench-audit", daemon=True)
+        self._thread.start()
+
+    def submit(self, body: dict[str, Any]) -> None:
+        """Chain ``body`` and journal it; when this returns, the record is durable
+        (against a process crash; see ``fsync_s``). Raises ``OSError`` if it is not."""
+        with self._lock:
+            seq = self._seq + 1
+            text = canonical({**body, "seq": seq})
+            digest = chain_hash(self._prev, text)
+            line = JournalLine(seq, self._prev, digest, text)
+            self.journal.write(encode_line(line))
+            if self.fsync_s == 0:
+                self.journal.sync()
+            else:
+                self._dirty = True
+            self._seq, self._prev = seq, digest
+            self._records.append(audit_row(line, body))
+
+    def submit_later(self, body: dict[str, Any]) -> None:
+        """Queue a record nobody waits for (a warn-only verdict after the answer): the
+        writer thread chains and journals it on its next round (within ``period_s``),
+        off the event loop. A crash before then loses it (it was never promised)."""
+        self._later.append(body)
+
+    async def flushed(self) -> None:
+        """Return once the store holds every record submitted before the call."""
+        target = self._seq
+        if self._moved >= target:
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        with self._lock:
+            self._waiters.append((target, future))
+        self._wake.set()
+        if self._moved >= target:  # moved meanwhile: the thread may have missed us
+            self._settle_waiters()
+        await future
+
+    def _settle_waiters(self) -> None:
+        moved = self._moved
+        with self._lock:
+            due = [w for w in self._waiters if w[0] <= moved]
+            self._waiters = [w for w in self._waiters if w[0] > moved]
+        for _, future in due:
+            future.get_loop().call_soon_threadsafe(_settle, future)
+
+    def _run(self) -> None:
+        pending: list[dict[str, Any]] = []
+        backoff = 0.0
+        while True:
+            self._wake.wait(backoff or self.period_s)
+            self._wake.clear()
+            stopping = self._stopping
+            while self._later:
+                body = self._later.popleft()
+                try:
+                    self.submit(body)
+                except OSError as exc:
+                    _log.error("audit journal write failed; %s record lost: %s", body["kind"], exc)
+            while self._records:
+                pending.append(self._records.popleft())
+            self._background_sync()
+            while pending:
+                batch = pending[: self.max_batch]
+                try:
+                    self.store.insert_chained(batch)
+                except Exception as exc:
+                    self.failed += 1
+                    backoff = min(5.0, backoff * 2 or 0.05)
+                    _log.error(
+                        "audit store write of %d record(s) failed (kept in the journal;"
+                        " retry in %.2f s): %s",
+                        len(pending),
+                        backoff,
+                        exc,
+                    )
+                    break
+                backoff = 0.0
+                del pending[: len(batch)]
+                self.written += len(batch)
+                self._moved = int(batch[-1]["seq"])
+            if not pending:
+                with self._lock:
+                    caught_up = self._moved == self._seq  # the store has it all
+                    if caught_up and self.journal.size and not self._closed:
+                        self.journal.clear()
+                        self._dirty = False
+                self._settle_waiters()
+                if stopping and not self._records and not self._later:
+                    return
+
+    def _background_sync(self) -> None:
+        if self.fsync_s and self._dirty and time.monotonic() - self._synced >= self.fsync_s:
+            self._dirty = False
+            self._synced = time.monotonic()
+            self.journal.sync()  # not under the lock: submit goes on writing meanwhile
+
+    def close(self, timeout_s: float = 30.0) -> None:
+        """Move what is queued into the store, empty the journal, stop the thread."""
+        self._stopping = True
+        self._wake.set()
+        self._thread.join(timeout_s)
+        with self._lock:
+            self._closed = True
+            if self._thread.is_alive():  # the file stays open: the thread may still use it
+                _log.error("audit store still failing at shutdown: the journal keeps the records")
+                return
+        self.journal.close()
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
