@@ -19,8 +19,9 @@ import pytest
 from shieldbench._columns import CHUNK, ArrowRows, ColumnBuilder, outcome_columns, outcomes_from
 from shieldbench._views import RecordView
 from shieldbench.datasets import Dataset, content_hash, load_jsonl
+from shieldbench.datasets._builder import SampleBuilder
 from shieldbench.datasets._files import decode_utf8
-from shieldbench.datasets._records import RecordMapping, SampleBuilder
+from shieldbench.datasets._records import RecordMapping
 from shieldbench.engine import run_defense
 from shieldbench.engine._run import window_size
 from shieldbench.errors import DatasetError

@@ -34,8 +34,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from shieldbench.datasets._builder import SampleBuilder
 from shieldbench.datasets._dataset import Dataset
-from shieldbench.datasets._records import MAPPING_OPTIONS, RecordMapping, SampleBuilder
+from shieldbench.datasets._records import MAPPING_OPTIONS, RecordMapping
 from shieldbench.errors import DatasetError
 from shieldbench.registry import datasets
 from shieldbench.spec import Spec

@@ -51,6 +51,7 @@ from collections.abc import Iterator, Sequence
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
+from shieldbench.engine._ray_parts import FREEZES, Screener, batch_deadline, frozen_outcome
 from shieldbench.engine._record import Recorder
 from shieldbench.errors import ConfigError, RunError
 from shieldbench.types import Outcome, RunConfig
@@ -58,61 +59,14 @@ from shieldbench.types import Outcome, RunConfig
 if TYPE_CHECKING:
     from types import TracebackType
 
-__all__ = ["RayExecutor", "replacement_limit"]
+__all__ = ["RayExecutor", "batch_deadline", "replacement_limit"]
 
 _WAIT_S = 0.1  # the driver wakes at least this often to report progress and flush
-_FREEZES = 2  # a batch that froze a worker this often gets timeout outcomes
-
-
-def batch_deadline(config: RunConfig, size: int) -> float | None:
-    """The default deadline for a worker to answer: none without a call timeout.
-
-    With ``timeout_s`` each call ends in time on the worker (the local engine
-    times it out), so a worker silent for much longer than a batch can take is
-    frozen: twice the worst case of a batch, and at least 30 s.
-    """
-    if config.timeout_s is None:
-        return None
-    calls = (size * (config.retries + 1) + config.warmup) / max(config.concurrency, 1)
-    return max(30.0, 2.0 * calls * config.timeout_s)
 
 
 def replacement_limit(workers: int) -> int:
     """How many dead actors are replaced in one call before the run gives up."""
     return max(4, 2 * workers)
-
-
-class _Screener:
-    """A Ray actor: builds the defense once, then screens batches with the local engine."""
-
-    def __init__(self, spec: str) -> None:
-        from shieldbench.defenses import build_defense
-
-        self._defense = build_defense(spec)
-        self._warm = False
-
-    def ready(self) -> tuple[int, str]:
-        """``(pid, capability)``: the driver waits for this before sending batches."""
-        from shieldbench.engine._execute import capability
-
-        return os.getpid(), capability(self._defense)
-
-    def gpu_ids(self) -> list[Any]:
-        """The GPUs Ray assigned to this actor (empty without ``num_gpus``)."""
-        import ray
-
-        return list(ray.get_gpu_ids())
-
-    def screen(self, ids: list[str], texts: list[str], config: dict[str, Any]) -> list[Outcome]:
-        from shieldbench.engine._execute import execute
-
-        cfg = RunConfig.from_dict(config)
-        if self._warm:
-            cfg = dataclasses.replace(cfg, warmup=0)
-        self._warm = True
-        results: list[Outcome | None] = [None] * len(texts)
-        execute(self._defense, texts, ids, range(len(texts)), config=cfg, results=results)
-        return [o for o in results if o is not None]
 
 
 def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
@@ -252,7 +206,7 @@ class RayExecutor:
         self._check_resources(ray)
         self._remote = ray.remote(
             num_cpus=self.cpus_per_worker, num_gpus=self.gpus_per_worker, max_restarts=0
-        )(_Screener)
+        )(Screener)
         actors = [self._new_actor() for _ in range(self.workers)]
         try:
             caps = ray.get([a.ready.remote() for a in actors], timeout=self.start_timeout_s)
@@ -406,14 +360,14 @@ class RayExecutor:
         deadline: float,
     ) -> None:
         """Replace a frozen actor; its batches go again, but one that froze workers
-        :data:`_FREEZES` times gets ``timeout`` outcomes."""
+        :data:`FREEZES` times gets ``timeout`` outcomes."""
         ref, head = next((r, b) for r, (s, b) in queued.items() if s == slot)  # sent first
         head.froze += 1
-        if head.froze >= _FREEZES:
+        if head.froze >= FREEZES:
             del queued[ref]
             for i in head.positions:
                 if recorder.results[i] is None:
-                    recorder.put(i, _frozen_outcome(ids[i], deadline, head.froze))
+                    recorder.put(i, frozen_outcome(ids[i], deadline, head.froze))
         cause = RuntimeError(f"the worker answered nothing for {deadline:g} s")
         self._replace_dead(slot, queued, retry, load, cause)
 
@@ -445,15 +399,6 @@ class RayExecutor:
         self._actors[slot] = actor
         self.replaced += 1
         return 1
-
-
-def _frozen_outcome(sample_id: str, deadline: float, times: int) -> Outcome:
-    return Outcome(
-        sample_id, None, "timeout",
-        f"TimeoutError: the Ray worker screening this text froze (no answer within"
-        f" {deadline:g} s) {times} times; each was replaced",
-        deadline * 1000.0,
-    )  # fmt: skip
 
 
 def _import_ray() -> Any:
