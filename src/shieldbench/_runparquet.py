@@ -25,26 +25,27 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from shieldbench._views import RecordView
-from shieldbench.errors import RunError
-from shieldbench.types import (
-    DatasetInfo,
-    DefenseInfo,
-    Outcome,
-    Run,
-    RunConfig,
-    Sample,
-    Verdict,
+from shieldbench._columns import (
+    CHUNK,
+    SAMPLE_FIELDS,
+    ArrowRows,
+    outcome_columns,
+    outcomes_from,
+    sample_columns,
+    samples_from,
 )
+from shieldbench.errors import RunError
+from shieldbench.types import DatasetInfo, DefenseInfo, Outcome, Run, RunConfig, Sample
 
 __all__ = ["ROW_GROUP", "load_run_parquet", "run_header", "save_run_parquet"]
 
-ROW_GROUP = 65_536
+ROW_GROUP = CHUNK
 _KEY = b"shieldbench.run"
 
 
@@ -64,32 +65,37 @@ def _schema() -> Any:
     )  # fmt: skip
 
 
-def _json_or_none(mapping: Any) -> str | None:
-    return json.dumps(dict(mapping), ensure_ascii=False, sort_keys=True) if mapping else None
-
-
-def _columns(samples: Sequence[Sample], outcomes: Sequence[Outcome]) -> dict[str, list[Any]]:
-    verdicts = [o.verdict for o in outcomes]
-    return {
-        "id": [s.id for s in samples],
-        "text": [s.text for s in samples],
-        "label": [s.label for s in samples],
-        "category": [s.category for s in samples],
-        "subcategory": [s.subcategory for s in samples],
-        "severity": [s.severity for s in samples],
-        "tier": [s.tier for s in samples],
-        "source": [s.source for s in samples],
-        "metadata": [_json_or_none(s.metadata) for s in samples],
-        "status": [o.status for o in outcomes],
-        "error": [o.error for o in outcomes],
-        "latency_ms": [o.latency_ms for o in outcomes],
-        "attempts": [o.attempts for o in outcomes],
-        "blocked": [None if v is None else v.blocked for v in verdicts],
-        "score": [None if v is None else v.score for v in verdicts],
-        "verdict_label": [None if v is None else v.label for v in verdicts],
-        "reasons": [None if v is None else list(v.reasons) for v in verdicts],
-        "details": [None if v is None else _json_or_none(v.details) for v in verdicts],
+def _rows(samples: Sequence[Sample], outcomes: Sequence[Outcome]) -> dict[str, list[Any]]:
+    return {k: v for k, v in sample_columns(samples).items() if k != "messages"} | {
+        k: v for k, v in outcome_columns(outcomes).items() if k != "id"
     }
+
+
+def _groups(run: Run, schema: Any) -> Iterator[Any]:
+    """The run's rows as Arrow tables of :data:`ROW_GROUP` rows each.
+
+    Columnar samples and outcomes (:class:`~shieldbench._columns.ArrowRows`) are
+    sliced and joined as Arrow arrays; records held as objects are encoded a row
+    group at a time.
+    """
+    import pyarrow as pa
+
+    samples, outcomes = run.samples, run.outcomes
+    sample_it, outcome_it = iter(samples), iter(outcomes)
+    for start in range(0, len(samples), ROW_GROUP):
+        if isinstance(samples, ArrowRows) and isinstance(outcomes, ArrowRows):
+            part_s = samples.table.slice(start, ROW_GROUP)
+            part_o = outcomes.table.slice(start, ROW_GROUP)
+            arrays = [
+                (part_s if name in SAMPLE_FIELDS else part_o).column(name).cast(field.type)
+                for name, field in zip(schema.names, schema, strict=True)
+            ]
+            yield pa.Table.from_arrays(arrays, schema=schema)
+        else:
+            part = list(islice(sample_it, ROW_GROUP)), list(islice(outcome_it, ROW_GROUP))
+            yield pa.table(_rows(*part), schema=schema)
+    if not samples:
+        yield pa.table(_rows((), ()), schema=schema)
 
 
 def run_header(run: Run) -> dict[str, Any]:
@@ -119,12 +125,8 @@ def save_run_parquet(run: Run, path: str | Path) -> Path:
     os.close(fd)
     try:
         with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
-            for start in range(0, len(run.samples), ROW_GROUP):
-                stop = start + ROW_GROUP
-                cols = _columns(run.samples[start:stop], run.outcomes[start:stop])
-                writer.write_table(pa.table(cols, schema=schema))
-            if not run.samples:
-                writer.write_table(pa.table(_columns((), ()), schema=schema))
+            for group in _groups(run, schema):
+                writer.write_table(group)
         os.chmod(tmp, 0o644)
         os.replace(tmp, target)
         pa.default_memory_pool().release_unused()  # give the row groups' buffers back
@@ -132,58 +134,6 @@ def save_run_parquet(run: Run, path: str | Path) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
-
-
-class _Rows(RecordView[Any]):
-    """One kind of record (samples or outcomes) over the rows of an Arrow table."""
-
-    def __init__(self, table: Any, make: Callable[[dict[str, list[Any]]], list[Any]]) -> None:
-        self._table = table
-        self._make = make
-        self._cache: tuple[int, list[Any]] = (-1, [])
-
-    def __len__(self) -> int:
-        return int(self._table.num_rows)
-
-    def _chunk(self, k: int) -> list[Any]:
-        if self._cache[0] != k:
-            part = self._table.slice(k * ROW_GROUP, ROW_GROUP)
-            cols = {name: part.column(name).to_pylist() for name in part.column_names}
-            self._cache = (k, self._make(cols))
-        return self._cache[1]
-
-    def chunks(self) -> Iterator[list[Any]]:
-        for k in range(0, len(self), ROW_GROUP):
-            yield self._chunk(k // ROW_GROUP)
-
-    def _get(self, index: int) -> Any:
-        return self._chunk(index // ROW_GROUP)[index % ROW_GROUP]
-
-
-def _samples(c: dict[str, list[Any]]) -> list[Sample]:
-    return [
-        Sample(i, t, lab, cat, sub, sev, tier, src, json.loads(meta) if meta else {})
-        for i, t, lab, cat, sub, sev, tier, src, meta in zip(
-            c["id"], c["text"], c["label"], c["category"], c["subcategory"], c["severity"],
-            c["tier"], c["source"], c["metadata"], strict=True,
-        )
-    ]  # fmt: skip
-
-
-def _outcomes(c: dict[str, list[Any]]) -> list[Outcome]:
-    return [
-        Outcome(
-            i,
-            None if blocked is None else Verdict(
-                blocked, score, label, tuple(reasons or ()), json.loads(det) if det else {}
-            ),
-            status, error, latency, attempts,
-        )
-        for i, status, error, latency, attempts, blocked, score, label, reasons, det in zip(
-            c["id"], c["status"], c["error"], c["latency_ms"], c["attempts"], c["blocked"],
-            c["score"], c["verdict_label"], c["reasons"], c["details"], strict=True,
-        )
-    ]  # fmt: skip
 
 
 def load_run_parquet(path: str | Path, *, schema_version: int) -> Run:
@@ -212,8 +162,8 @@ def load_run_parquet(path: str | Path, *, schema_version: int) -> Run:
                        "source", "metadata"]  # fmt: skip
         outcome_cols = ["id", "status", "error", "latency_ms", "attempts", "blocked", "score",
                         "verdict_label", "reasons", "details"]  # fmt: skip
-        samples = _Rows(table.select(sample_cols), _samples)
-        outcomes = _Rows(table.select(outcome_cols), _outcomes)
+        samples = ArrowRows(table.select(sample_cols), samples_from)
+        outcomes = ArrowRows(table.select(outcome_cols), outcomes_from)
         return Run(
             id=str(head["id"]),
             defense=DefenseInfo.from_dict(head["defense"]),

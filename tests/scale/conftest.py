@@ -31,6 +31,9 @@ def ray_cluster() -> Iterator[Any]:
     ray.init(
         address="local",
         num_cpus=2,
+        # A declared (logical) GPU: lets the tests see --gpus-per-worker reach the
+        # actors' Ray options; nothing runs on it and no test needs a real one.
+        num_gpus=1,
         include_dashboard=False,
         log_to_driver=False,
         _temp_dir=temp,

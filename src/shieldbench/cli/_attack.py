@@ -25,7 +25,13 @@ from shieldbench.cli._e2e import E2EOptions, attack_end_to_end, build_plan, clos
 from shieldbench.cli._guards import single, unique_specs
 from shieldbench.cli._outpaths import check_out_dir, check_out_file
 from shieldbench.cli._report import print_report_paths
-from shieldbench.cli._scale import ExecutorOption, RayAddressOption, WorkersOption, make_executor
+from shieldbench.cli._scale import (
+    ExecutorOption,
+    GpusOption,
+    RayAddressOption,
+    WorkersOption,
+    make_executor,
+)
 from shieldbench.cli._store import (
     DbOption,
     NoStoreOption,
@@ -161,6 +167,7 @@ def attack(
     executor: ExecutorOption = "local",
     ray_address: RayAddressOption = None,
     workers: WorkersOption = None,
+    gpus_per_worker: GpusOption = None,
 ) -> None:
     """Attack a defense adaptively: mutate the attacks it blocks until they get through,
     within a query budget; report static vs adaptive ASR, ASR per query, what worked.
@@ -216,7 +223,7 @@ def attack(
     )
     tags = parse_tags(tag)
     store = None if no_store else open_cli_store(db)
-    pool = make_executor(executor, spec, address=ray_address, workers=workers)
+    pool = make_executor(executor, spec, address=ray_address, workers=workers, gpus=gpus_per_worker)
     data = load_dataset(data_spec)
     built: list[Defense] = []
     try:

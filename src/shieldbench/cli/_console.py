@@ -108,7 +108,7 @@ def progress(
     """A ``hook(done, total)`` that shows progress on ``console`` while the block runs.
 
     On a terminal: a transient bar; the label takes at most a third of the line, so the
-    bar, the count and the ETA fit even at 80 columns. Elsewhere (CI logs): one line
+    bar, the count, the throughput and the ETA fit even at 80 columns. Elsewhere (CI logs): one line
     ``label: done/total (pct), rate/s, ETA m:ss`` at most every ``interval_s`` seconds,
     and one when it finishes.
     """
@@ -117,10 +117,20 @@ def progress(
             BarColumn,
             MofNCompleteColumn,
             Progress,
+            ProgressColumn,
+            Task,
             TextColumn,
             TimeRemainingColumn,
         )
         from rich.table import Column
+        from rich.text import Text
+
+        class RateColumn(ProgressColumn):
+            """Throughput: ``1,234/s`` (blank until rich has measured a speed)."""
+
+            def render(self, task: Task) -> Text:
+                speed = task.speed
+                return Text("" if speed is None else f"{speed:,.0f}/s", style="progress.data.speed")
 
         width = max(12, console.width // 3)
         column = Column(max_width=width, no_wrap=True, overflow="ellipsis")
@@ -128,6 +138,7 @@ def progress(
             TextColumn("{task.description}", table_column=column),
             BarColumn(bar_width=None if console.width > 100 else 20),
             MofNCompleteColumn(),
+            RateColumn(),
             TimeRemainingColumn(),
             console=console,
             transient=True,

@@ -20,6 +20,7 @@ not pay for them.
 from __future__ import annotations
 
 import shlex
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -54,6 +55,7 @@ from shieldbench.cli._run_setup import prepare_out, resolve_config
 from shieldbench.cli._run_tables import summary_table
 from shieldbench.cli._scale import (
     ExecutorOption,
+    GpusOption,
     RayAddressOption,
     ShardOption,
     WorkersOption,
@@ -193,6 +195,7 @@ def run(
     executor: ExecutorOption = "local",
     ray_address: RayAddressOption = None,
     workers: WorkersOption = None,
+    gpus_per_worker: GpusOption = None,
     shard: ShardOption = None,
 ) -> None:
     """Benchmark defenses on datasets: terminal summary, run files and reports."""
@@ -201,7 +204,10 @@ def run(
     from shieldbench.reports import build_report, write_reports
 
     shard_of = None if shard is None else parse_shard(shard)
-    make_executor(executor, "-", address=ray_address, workers=workers)  # options checked early
+    pool_for = partial(
+        make_executor, executor, address=ray_address, workers=workers, gpus=gpus_per_worker
+    )
+    pool_for("-")  # options checked early
 
     if error_policy is not None and error_policy not in ERROR_POLICIES:
         raise ConfigError(
@@ -242,6 +248,17 @@ def run(
     explicit = [k for k, v in overrides.items() if v is not None]
     if config is not None:
         explicit = list(RunConfig.__dataclass_fields__)  # the file states every setting
+    pools = {spec: pool_for(spec) for spec in cfg.defenses}
+    try:  # Ray workers and their resources checked before anything is written
+        for pool in pools.values():
+            if pool is not None:
+                pool.start()
+    except BaseException:
+        for pool in pools.values():
+            if pool is not None:
+                pool.close()
+        close_plan(plan)
+        raise
     lock_folder(ctx, out or cfg.out)  # held until the command ends
     folder, benchmark_id, cfg = prepare_out(cfg, out, resume, explicit=explicit)
     where = escape(str(folder))
@@ -256,10 +273,6 @@ def run(
         for i, (d, ds) in enumerate((d, ds) for ds in cfg.datasets for d in cfg.defenses)
     ]
     runs: list[Run] = []
-    pools = {
-        spec: make_executor(executor, spec, address=ray_address, workers=workers)
-        for spec in cfg.defenses
-    }
     try:
         for job in jobs:
             run_id = f"{benchmark_id}-{job.index:02d}"

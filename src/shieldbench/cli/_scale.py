@@ -12,8 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import ProgressColumn, Task
-from rich.text import Text
 
 from shieldbench.cli._app import app, console
 from shieldbench.errors import ConfigError
@@ -24,7 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EXECUTORS",
     "ExecutorOption",
-    "RateColumn",
+    "GpusOption",
     "RayAddressOption",
     "ShardOption",
     "WorkersOption",
@@ -59,6 +57,13 @@ RayAddressOption = Annotated[
 WorkersOption = Annotated[
     int | None, typer.Option("--workers", help="Ray workers (actors), one defense each [2].")
 ]
+GpusOption = Annotated[
+    float | None,
+    typer.Option(
+        "--gpus-per-worker",
+        help="GPUs each Ray worker reserves (fractions share a GPU, e.g. 0.5) [0].",
+    ),
+]
 ShardOption = Annotated[
     str | None,
     typer.Option("--shard", help="Run only shard I/N of every dataset (merge with `merge`)."),
@@ -66,26 +71,34 @@ ShardOption = Annotated[
 
 
 def make_executor(
-    executor: str, spec: str, *, address: str | None, workers: int | None
+    executor: str,
+    spec: str,
+    *,
+    address: str | None,
+    workers: int | None,
+    gpus: float | None = None,
 ) -> RayExecutor | None:
-    """The executor the options ask for (None: the local engine); checked before any work."""
+    """The executor the options ask for (None: the local engine); checked before any work.
+
+    ``gpus`` (``--gpus-per-worker``) goes to every actor's Ray options; a cluster
+    without a node that has that many GPUs is a clear error when the pool starts.
+    """
     if executor not in EXECUTORS:
         raise ConfigError(f"--executor {executor!r}: choose one of {', '.join(EXECUTORS)}")
     if executor == "local":
-        if address is not None or workers is not None:
-            raise ConfigError("--ray-address and --workers need --executor ray")
+        if address is not None or workers is not None or gpus is not None:
+            raise ConfigError("--ray-address, --workers and --gpus-per-worker need --executor ray")
         return None
+    if gpus is not None and not 0 <= gpus < float("inf"):
+        raise ConfigError(f"--gpus-per-worker must be a number >= 0, got {gpus!r}")
     from shieldbench.engine import RayExecutor
 
-    return RayExecutor(spec, address=address, workers=2 if workers is None else workers)
-
-
-class RateColumn(ProgressColumn):
-    """Throughput of a progress task: ``1,234/s`` (blank until rich has a speed)."""
-
-    def render(self, task: Task) -> Text:
-        speed = task.speed
-        return Text("" if speed is None else f"{speed:,.0f}/s", style="progress.data.speed")
+    return RayExecutor(
+        spec,
+        address=address,
+        workers=2 if workers is None else workers,
+        gpus_per_worker=gpus or 0.0,
+    )
 
 
 @app.command("merge")

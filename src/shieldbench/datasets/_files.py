@@ -34,8 +34,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from shieldbench.datasets._builder import SampleBuilder
 from shieldbench.datasets._dataset import Dataset
-from shieldbench.datasets._records import MAPPING_OPTIONS, RecordMapping, SampleBuilder
+from shieldbench.datasets._records import MAPPING_OPTIONS, RecordMapping
 from shieldbench.errors import DatasetError
 from shieldbench.registry import datasets
 from shieldbench.spec import Spec
@@ -84,9 +85,47 @@ def read_utf8(path: str | Path) -> str:
     return text
 
 
-def jsonl_records(text: str, path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` for each non-blank line; errors for bad JSON or non-objects."""
-    for lineno, raw in enumerate(_split_lines(text), start=1):
+def _file_lines(path: str | Path) -> Iterator[str]:
+    """The lines of a UTF-8 file, read and decoded one at a time (a stream, not the file).
+
+    The same checks and messages as :func:`read_utf8` (missing, not a file, invalid
+    UTF-8 naming line, byte offset and column, empty); "empty" is found at the end.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise DatasetError("file not found; check the path", path=p)
+    if not p.is_file():
+        raise DatasetError("not a file (is it a directory?)", path=p)
+    offset, blank = 0, True
+    with p.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            skip = len(_BOM) if lineno == 1 and raw.startswith(_BOM) else 0
+            try:
+                line = raw[skip:].decode("utf-8")
+            except UnicodeDecodeError as exc:
+                start = offset + skip + exc.start
+                raise DatasetError(
+                    f"not valid UTF-8: byte 0x{raw[skip + exc.start]:02x} at byte offset"
+                    f" {start} (column {start - offset + 1}); re-save the file as UTF-8",
+                    path=path,
+                    line=lineno,
+                ) from None
+            offset += len(raw)
+            blank = blank and not line.strip()
+            yield line.removesuffix("\n")
+    if blank:
+        raise DatasetError("the file is empty", path=p)
+
+
+def jsonl_records(
+    text: str | Iterator[str], path: str | Path
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for each non-blank line; errors for bad JSON or non-objects.
+
+    ``text`` is the file's text, or its lines one at a time (a streamed file).
+    """
+    lines = _split_lines(text) if isinstance(text, str) else text
+    for lineno, raw in enumerate(lines, start=1):
         line = raw.rstrip("\r")
         if not line.strip():
             continue
@@ -129,10 +168,14 @@ def load_jsonl(
     name: str | None = None,
     id_prefix: str | None = None,
 ) -> Dataset:
-    """One JSON object per line; blank lines are skipped."""
-    text = read_utf8(path)
+    """One JSON object per line; blank lines are skipped.
+
+    The file is read as a stream, a line at a time: a large file never sits in
+    memory as text, and its samples go to columnar memory as they are checked
+    (see :class:`~shieldbench.datasets._records.SampleBuilder`).
+    """
     builder = SampleBuilder(str(path), mapping or RecordMapping(), id_prefix=id_prefix)
-    for lineno, record in jsonl_records(text, path):
+    for lineno, record in jsonl_records(_file_lines(path), path):
         builder.add(record, line=lineno)
     return builder.build(name or f"jsonl:{path}")
 

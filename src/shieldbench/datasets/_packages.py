@@ -38,9 +38,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from shieldbench.datasets._builder import SampleBuilder
 from shieldbench.datasets._dataset import Dataset
 from shieldbench.datasets._files import load_csv, read_utf8, rows_to_dataset
-from shieldbench.datasets._records import Columns, LabelMap, RecordMapping, SampleBuilder
+from shieldbench.datasets._records import Columns, LabelMap, RecordMapping
 from shieldbench.errors import DatasetError, PluginUnavailableError, SpecError
 from shieldbench.registry import datasets
 from shieldbench.spec import Spec

@@ -25,10 +25,11 @@ import random
 from pathlib import Path
 from typing import Any
 
+from shieldbench.datasets._builder import SampleBuilder
 from shieldbench.datasets._dataset import Dataset
 from shieldbench.datasets._files import read_utf8
 from shieldbench.datasets._packages import package_dir
-from shieldbench.datasets._records import LabelMap, RecordMapping, SampleBuilder
+from shieldbench.datasets._records import LabelMap, RecordMapping
 from shieldbench.errors import DatasetError, SpecError
 from shieldbench.registry import datasets
 from shieldbench.spec import Spec

@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
 
+from shieldbench.datasets._builder import SampleBuilder
 from shieldbench.datasets._dataset import Dataset
 from shieldbench.datasets._files import decode_utf8, jsonl_records
-from shieldbench.datasets._records import RecordMapping, SampleBuilder
+from shieldbench.datasets._records import RecordMapping
 from shieldbench.errors import DatasetError, SpecError
 from shieldbench.registry import datasets
 from shieldbench.spec import Spec

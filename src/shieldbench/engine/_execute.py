@@ -96,15 +96,20 @@ def execute(
     sink: Sink | None = None,
     progress: ProgressHook | None = None,
     executor: Executor | None = None,
+    recorder: Recorder | None = None,
 ) -> Capability:
     """Screen ``texts[i]`` for each ``i`` in ``positions`` into ``results[i]``.
 
     Positions already filled in ``results`` (restored from a checkpoint) count as
     done for progress. Returns the capability used. With an ``executor`` the
-    checks run there (warm-up included) instead of in this process.
+    checks run there (warm-up included) instead of in this process. A caller that
+    screens in windows passes its own ``recorder`` (its ``results`` set to this
+    window's), so progress and the checkpoint span the whole run.
     """
     kind = capability(defense)
-    recorder = Recorder(results, sink, progress, done=len(results) - len(positions))
+    if recorder is None:
+        recorder = Recorder(results, sink, progress, done=len(results) - len(positions))
+    finished = recorder.done + len(positions)
     if executor is not None:
         recorder.force()
         kind = cast(
@@ -123,7 +128,7 @@ def execute(
             run_async(acheck, texts, ids, todo, config=config, recorder=recorder)
             todo = ()
         run_checks(defense.check, texts, ids, todo, config=config, recorder=recorder)
-    recorder.done = len(results)  # every pass fills all the positions it is given
+    recorder.done = finished  # every pass fills all the positions it is given
     recorder.force()
     return kind
 

@@ -22,6 +22,17 @@ How a run goes:
   records a batch only once, so every sample gets exactly one outcome. After
   :func:`replacement_limit` replacements the run stops with
   :class:`~shieldbench.errors.RunError` (what finished stays in the checkpoint).
+- **A frozen worker does not freeze the run.** A worker whose process hangs (stopped,
+  deadlocked, stuck in native code: alive, so Ray does not replace it) is caught by
+  a driver-side deadline: when an actor has returned nothing for
+  ``batch_deadline_s`` while it holds work, it is killed and replaced and its
+  batches are sent again; the batch it was screening, if it freezes a worker a
+  second time, gets ``timeout`` outcomes (which the error policy counts like any
+  other timeout) instead of freezing a third.
+- **Resources.** ``gpus_per_worker`` / ``cpus_per_worker`` go to every actor's Ray
+  options; asking for more than any node has is a clear error before any actor is
+  made (Ray itself would leave the actor pending forever), and actors that do not
+  start within ``start_timeout_s`` (a busy cluster) are one too.
 - **Clear errors.** An address that does not answer and a defense that cannot be
   built on a worker (a package missing there) are :class:`~shieldbench.errors.RunError`
   naming the address or the spec and the worker's own error.
@@ -40,6 +51,7 @@ from collections.abc import Iterator, Sequence
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
+from shieldbench.engine._ray_parts import FREEZES, Screener, batch_deadline, frozen_outcome
 from shieldbench.engine._record import Recorder
 from shieldbench.errors import ConfigError, RunError
 from shieldbench.types import Outcome, RunConfig
@@ -47,7 +59,7 @@ from shieldbench.types import Outcome, RunConfig
 if TYPE_CHECKING:
     from types import TracebackType
 
-__all__ = ["RayExecutor", "replacement_limit"]
+__all__ = ["RayExecutor", "batch_deadline", "replacement_limit"]
 
 _WAIT_S = 0.1  # the driver wakes at least this often to report progress and flush
 
@@ -55,33 +67,6 @@ _WAIT_S = 0.1  # the driver wakes at least this often to report progress and flu
 def replacement_limit(workers: int) -> int:
     """How many dead actors are replaced in one call before the run gives up."""
     return max(4, 2 * workers)
-
-
-class _Screener:
-    """A Ray actor: builds the defense once, then screens batches with the local engine."""
-
-    def __init__(self, spec: str) -> None:
-        from shieldbench.defenses import build_defense
-
-        self._defense = build_defense(spec)
-        self._warm = False
-
-    def ready(self) -> tuple[int, str]:
-        """``(pid, capability)``: the driver waits for this before sending batches."""
-        from shieldbench.engine._execute import capability
-
-        return os.getpid(), capability(self._defense)
-
-    def screen(self, ids: list[str], texts: list[str], config: dict[str, Any]) -> list[Outcome]:
-        from shieldbench.engine._execute import execute
-
-        cfg = RunConfig.from_dict(config)
-        if self._warm:
-            cfg = dataclasses.replace(cfg, warmup=0)
-        self._warm = True
-        results: list[Outcome | None] = [None] * len(texts)
-        execute(self._defense, texts, ids, range(len(texts)), config=cfg, results=results)
-        return [o for o in results if o is not None]
 
 
 def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
@@ -118,6 +103,7 @@ def _cause(exc: BaseException) -> str:
 class _Batch:
     positions: tuple[int, ...]
     sent: int = 0  # how many times it was sent (resent after its actor died)
+    froze: int = 0  # how many workers froze while screening it
 
 
 class RayExecutor:
@@ -129,7 +115,10 @@ class RayExecutor:
     ``ray job submit``) or a ``ray://`` client address. ``workers`` actors each
     reserve ``cpus_per_worker`` CPUs and ``gpus_per_worker`` GPUs. ``batch_size``
     overrides ``RunConfig.batch_size`` for the batches sent to the workers; each
-    actor has ``in_flight`` batches queued.
+    actor has ``in_flight`` batches queued. ``batch_deadline_s`` is how long an
+    actor holding work may stay silent before it counts as frozen (default:
+    :func:`batch_deadline`); ``start_timeout_s`` how long the actors may take to
+    start.
 
     Use it as a context manager (or call :meth:`close`): actors live across calls,
     so an attack screening many rounds pays the defense's start-up once per worker.
@@ -151,6 +140,8 @@ class RayExecutor:
         gpus_per_worker: float = 0.0,
         batch_size: int | None = None,
         in_flight: int = 2,
+        batch_deadline_s: float | None = None,
+        start_timeout_s: float = 300.0,
     ) -> None:
         if not isinstance(spec, str) or not spec.strip():
             raise ConfigError("the Ray executor needs the defense's spec string")
@@ -160,6 +151,10 @@ class RayExecutor:
             raise ConfigError(f"batch_size must be positive, got {batch_size!r}")
         if cpus_per_worker < 0 or gpus_per_worker < 0 or in_flight < 1:
             raise ConfigError("cpus/gpus per worker must be >= 0 and in_flight >= 1")
+        if batch_deadline_s is not None and not batch_deadline_s > 0:
+            raise ConfigError(f"batch_deadline_s must be positive, got {batch_deadline_s!r}")
+        self.batch_deadline_s = batch_deadline_s
+        self.start_timeout_s = start_timeout_s
         self.spec = spec
         self.address = address
         self.workers = workers
@@ -208,12 +203,22 @@ class RayExecutor:
                 raise RunError(
                     f"cannot connect to the Ray cluster at {self.address or 'a local Ray'}: {exc}"
                 ) from None
+        self._check_resources(ray)
         self._remote = ray.remote(
             num_cpus=self.cpus_per_worker, num_gpus=self.gpus_per_worker, max_restarts=0
-        )(_Screener)
+        )(Screener)
         actors = [self._new_actor() for _ in range(self.workers)]
         try:
-            caps = ray.get([a.ready.remote() for a in actors])
+            caps = ray.get([a.ready.remote() for a in actors], timeout=self.start_timeout_s)
+        except ray.exceptions.GetTimeoutError:
+            for a in actors:
+                ray.kill(a)
+            raise RunError(
+                f"the {self.workers} Ray workers did not start within {self.start_timeout_s:g} s:"
+                f" the cluster lacks free resources for {self.workers} x"
+                f" ({self.cpus_per_worker:g} CPU, {self.gpus_per_worker:g} GPU);"
+                f" lower --workers or free the cluster"
+            ) from None
         except ray.exceptions.RayError as exc:
             for a in actors:
                 ray.kill(a)
@@ -224,6 +229,23 @@ class RayExecutor:
             ) from None
         self.capability = caps[0][1]
         self._actors = actors
+
+    def _check_resources(self, ray: Any) -> None:
+        """One node must have what one worker asks for, else Ray would wait forever."""
+        nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
+        for key, want in (("GPU", self.gpus_per_worker), ("CPU", self.cpus_per_worker)):
+            most = max((float(r.get(key, 0.0)) for r in nodes), default=0.0)
+            if want > most:
+                raise ConfigError(
+                    f"each Ray worker asks for {want:g} {key}(s), but no node of the cluster"
+                    f" has that many (the most on one node: {most:g});"
+                    + (" lower --gpus-per-worker" if key == "GPU" else " lower cpus_per_worker")
+                )
+
+    def worker_gpus(self) -> list[list[Any]]:
+        """The GPU ids Ray gave each live actor (for tests and diagnostics)."""
+        ray = _import_ray()
+        return list(ray.get([a.gpu_ids.remote() for a in self._actors]))
 
     def _new_actor(self) -> Any:
         return self._remote.remote(self.spec)
@@ -265,10 +287,14 @@ class RayExecutor:
         cfg = config.to_dict()
         queued: dict[Any, tuple[int, _Batch]] = {}  # object ref -> (actor slot, batch)
         load = [0] * len(self._actors)
+        busy_since = [0.0] * len(self._actors)  # when the slot's current batch started
+        deadline = self.batch_deadline_s or batch_deadline(config, size)
         results = recorder.results
         replaced_here = 0
 
         def send(slot: int, batch: _Batch) -> None:
+            if load[slot] == 0:
+                busy_since[slot] = perf_counter()
             batch.sent += 1
             ref = self._actors[slot].screen.remote(
                 [ids[i] for i in batch.positions], [texts[i] for i in batch.positions], cfg
@@ -292,6 +318,7 @@ class RayExecutor:
                         continue
                     slot, batch = queued.pop(ref)
                     load[slot] -= 1
+                    busy_since[slot] = perf_counter()
                     try:
                         outcomes: list[Outcome] = ray.get(ref)
                     except ray.exceptions.RayActorError as exc:
@@ -309,13 +336,40 @@ class RayExecutor:
                     for i, outcome in zip(batch.positions, outcomes, strict=True):
                         if results[i] is None:  # a resent batch may come back twice
                             recorder.put(i, outcome)
-                recorder.tick(perf_counter())
+                now = perf_counter()
+                for slot in range(len(self._actors)) if deadline is not None else ():
+                    if deadline is not None and load[slot] and now - busy_since[slot] > deadline:
+                        self._frozen(slot, queued, retry, load, recorder, ids, deadline)
+                        replaced_here += 1
+                recorder.tick(now)
         except BaseException:
             for ref in queued:
                 with contextlib.suppress(Exception):
                     ray.cancel(ref, force=False)
             raise
         return self.capability
+
+    def _frozen(
+        self,
+        slot: int,
+        queued: dict[Any, tuple[int, _Batch]],
+        retry: deque[_Batch],
+        load: list[int],
+        recorder: Recorder,
+        ids: Sequence[str],
+        deadline: float,
+    ) -> None:
+        """Replace a frozen actor; its batches go again, but one that froze workers
+        :data:`FREEZES` times gets ``timeout`` outcomes."""
+        ref, head = next((r, b) for r, (s, b) in queued.items() if s == slot)  # sent first
+        head.froze += 1
+        if head.froze >= FREEZES:
+            del queued[ref]
+            for i in head.positions:
+                if recorder.results[i] is None:
+                    recorder.put(i, frozen_outcome(ids[i], deadline, head.froze))
+        cause = RuntimeError(f"the worker answered nothing for {deadline:g} s")
+        self._replace_dead(slot, queued, retry, load, cause)
 
     def _replace_dead(
         self,

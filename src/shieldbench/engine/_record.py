@@ -1,7 +1,9 @@
 """The bookkeeping every execution path shares: outcomes into results, checkpoint, progress.
 
 One :class:`Recorder` lives for one engine call (every pass of it: batches, the
-text-by-text fallback, a Ray pool), in the thread that owns the call. The paths
+text-by-text fallback, a Ray pool), in the thread that owns the call; a run that
+screens its dataset in windows keeps one recorder for all of them (``results`` is
+the current window's, ``done`` and the progress total count the whole run). The paths
 differ only in *how* an outcome is made (inline, worker threads, an event loop,
 Ray actors); what happens to it next is here, once:
 
@@ -51,11 +53,13 @@ class Recorder:
         progress: ProgressHook | None,
         *,
         done: int = 0,
+        total: int | None = None,
     ) -> None:
         self.results = results
         self.sink = sink
         self.done = done
-        self.reporter = None if progress is None else Reporter(progress, 0, len(results))
+        total = len(results) if total is None else total
+        self.reporter = None if progress is None else Reporter(progress, 0, total)
         self.report_at = inf if progress is None else 0.0
 
     def put(self, i: int, outcome: Outcome) -> None:

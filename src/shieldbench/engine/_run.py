@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 import os
@@ -11,14 +12,18 @@ import secrets
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib import metadata
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from shieldbench._columns import CHUNK, ColumnBuilder, outcome_columns, outcomes_from
+from shieldbench._views import RecordView
 from shieldbench.datasets._dataset import Dataset
 from shieldbench.defenses._protocol import Defense, defense_version
 from shieldbench.engine._checkpoint import CheckpointHeader, CheckpointWriter, read_checkpoint
-from shieldbench.engine._execute import check_defense, execute
+from shieldbench.engine._execute import capability, check_defense, execute
 from shieldbench.engine._progress import ProgressHook
+from shieldbench.engine._record import Recorder
 from shieldbench.errors import ConfigError, RunError
 from shieldbench.types import DefenseInfo, Outcome, Run, RunConfig, Sample
 
@@ -28,7 +33,7 @@ if TYPE_CHECKING:
 if TYPE_CHECKING:
     from shieldbench.engine._executor import Executor
 
-__all__ = ["environment", "new_run_id", "run_defense"]
+__all__ = ["environment", "new_run_id", "run_defense", "window_size"]
 
 _is_none = functools.partial(operator.is_, None)
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -181,75 +186,86 @@ def run_defense(
         version=defense_version(defense),
     )
     samples = dataset.samples
-    ids = [s.id for s in samples]
-    results: list[Outcome | None] = [None] * len(samples)
+    n = len(samples)
     started = datetime.now(UTC)
     writer: CheckpointWriter | None = None
-    restored = 0
+    restored: dict[str, Outcome] = {}
     if checkpoint is not None and resume and Path(checkpoint).exists():
-        state = read_checkpoint(checkpoint, sample_ids=set(ids))
+        state = read_checkpoint(checkpoint, sample_ids={s.id for s in samples})
         header = state.header
         _check_compatible(Path(checkpoint), header, info, dataset, run_id)
         run_id, started = header.run_id, header.started
-        position = {sid: i for i, sid in enumerate(ids)}
-        for sid, outcome in state.outcomes.items():
-            results[position[sid]] = outcome
-        restored = len(state.outcomes)
+        restored = state.outcomes
         writer = CheckpointWriter.reopen(checkpoint, state.valid_bytes)
     else:
         run_id = new_run_id() if run_id is None else run_id
         if checkpoint is not None:
             header = CheckpointHeader(run_id, info, dataset.info, config, started)
             writer = CheckpointWriter.create(checkpoint, header)
-    positions: Sequence[int] = range(len(samples))
-    if restored:
-        positions = [i for i, r in enumerate(results) if r is None]
+    n_restored = len(restored)
+    size = n if end_to_end is not None else window_size(config)
+    # Past one window, outcomes of a columnar dataset go to columnar memory too.
+    store: ColumnBuilder[Outcome] | None = None
+    if isinstance(samples, RecordView) and n > size:
+        store = ColumnBuilder(outcome_columns, outcomes_from)
+    kept: list[Outcome] = []
+    recorder = Recorder([], writer, progress, done=n_restored, total=n)
+    kind = capability(defense)
+    stream = iter(samples)
     try:
-        kind = execute(
-            defense,
-            _texts(samples, end_to_end),
-            ids,
-            positions,
-            config=config,
-            results=results,
-            sink=writer,
-            progress=progress,
-            executor=executor,
-        )
+        for start in range(0, max(n, 1), size):
+            block = list(islice(stream, size))  # the only samples held as objects
+            results = [restored.pop(s.id, None) for s in block]
+            todo = [i for i, r in enumerate(results) if r is None]
+            recorder.results = results
+            kind = execute(
+                defense,
+                _texts(block, end_to_end),
+                [s.id for s in block],
+                todo,
+                config=config if start == 0 else dataclasses.replace(config, warmup=0),
+                results=results,
+                executor=executor,
+                recorder=recorder,
+            )
+            if any(map(_is_none, results)):  # every path fills all positions; guard it
+                missing = [block[i].id for i, r in enumerate(results) if r is None]
+                raise RunError(
+                    f"run {run_id}: no outcome for {len(missing)} samples, e.g. {missing[0]!r}"
+                )
+            if store is not None:
+                store.extend(cast(list[Outcome], results))
+            else:
+                kept.extend(cast(list[Outcome], results))
     finally:
         if writer is not None:
             writer.close()
     finished = datetime.now(UTC)
-    if any(map(_is_none, results)):  # every path fills all positions; guard the promise
-        missing = [ids[i] for i, r in enumerate(results) if r is None]
-        raise RunError(f"run {run_id}: no outcome for {len(missing)} samples, e.g. {missing[0]!r}")
+    outcomes: Sequence[Outcome] = kept if store is None else store.finish()
     extra: dict[str, object] = {}
     if end_to_end is not None:
         from shieldbench.engine._e2e import apply_end_to_end
         from shieldbench.judges import behaviour_profile
 
-        results = list(
-            apply_end_to_end(
-                end_to_end, samples, cast(list[Outcome], results), config=config,
-                progress=progress,
-            )
-        )  # fmt: skip
+        outcomes = list(
+            apply_end_to_end(end_to_end, samples, kept, config=config, progress=progress)
+        )
         extra = end_to_end.describe()
-        profile = behaviour_profile(samples, cast(list[Outcome], results), canary=end_to_end.canary)
+        profile = behaviour_profile(samples, outcomes, canary=end_to_end.canary)
         extra["profile"] = profile.to_dict()
     env = environment(defense)
     env["capability"] = kind
     if executor is not None:
         env["executor"] = type(executor).__name__
-    if restored:
-        env["resumed_outcomes"] = str(restored)
+    if n_restored:
+        env["resumed_outcomes"] = str(n_restored)
     run = Run(
         id=run_id,
         defense=info,
         dataset=dataset.info,
         config=config,
         samples=samples,
-        outcomes=tuple(cast(list[Outcome], results)),
+        outcomes=outcomes,
         started=started,
         finished=finished,
         environment=env,
@@ -258,6 +274,16 @@ def run_defense(
     if writer is not None and not keep_checkpoint:
         writer.path.unlink(missing_ok=True)
     return run
+
+
+def window_size(config: RunConfig) -> int:
+    """How many samples the engine takes from the dataset at a time.
+
+    One chunk of columnar memory (:data:`~shieldbench._columns.CHUNK`), or more when
+    batches times concurrency ask for it: the engine holds one window of samples,
+    texts and outcomes as objects, whatever the size of the dataset.
+    """
+    return max(CHUNK, 4 * config.batch_size * config.concurrency)
 
 
 def _texts(samples: Sequence[Sample], plan: EndToEnd | None) -> list[str]:

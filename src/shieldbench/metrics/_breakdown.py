@@ -29,7 +29,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+import numpy as np
+
 from shieldbench.errors import StatisticsError
+from shieldbench.metrics._columnar import ERROR, TIMEOUT, columnar, decisions, group_values
 from shieldbench.metrics._confusion import Confusion, effective_blocked, resolve_policy
 from shieldbench.metrics._intervals import IntervalMethod, Rate, rate
 from shieldbench.types import ErrorPolicy, Run, Sample
@@ -89,10 +92,15 @@ def breakdown(
     if by not in DIMENSIONS:
         raise StatisticsError(f"cannot break down by {by!r}; choose one of {', '.join(DIMENSIONS)}")
     chosen = resolve_policy(run, policy)
+    if columnar(run):
+        cells = _columnar_cells(run, by, chosen)
+        if cells is None:
+            return ()
+        return _groups(cells, by, chosen, confidence, method)
     values = [_group_of(s, by) for s in run.samples]
     if all(v is None for v in values):
         return ()
-    cells: dict[str, list[int]] = {}
+    cells = {}
     for sample, outcome, value in zip(run.samples, run.outcomes, values, strict=True):
         c = cells.setdefault(UNSPECIFIED if value is None else value, [0] * 8)
         if outcome.status == "error":
@@ -105,6 +113,33 @@ def breakdown(
             c[4 if attack else 5] += 1
         else:
             c[(0 if b else 1) if attack else (2 if b else 3)] += 1
+    return _groups(cells, by, chosen, confidence, method)
+
+
+def _columnar_cells(run: Run, by: str, chosen: ErrorPolicy) -> dict[str, list[int]] | None:
+    """The cells of :func:`breakdown` counted over Arrow columns (None: field never set)."""
+    found = group_values(run, by, UNSPECIFIED)
+    if found is None:
+        return None
+    groups, index = found
+    attack, blocked, status = decisions(run, chosen)
+    n = len(groups)
+    masks = (attack & (blocked == 1), attack & (blocked == 0), ~attack & (blocked == 1),
+             ~attack & (blocked == 0), attack & (blocked < 0), ~attack & (blocked < 0),
+             status == ERROR, status == TIMEOUT)  # fmt: skip
+    counts = [np.bincount(index, weights=m, minlength=n) for m in masks]
+    return {
+        g: [int(c[k]) for c in counts] for k, g in enumerate(groups) if any(c[k] for c in counts)
+    }
+
+
+def _groups(
+    cells: dict[str, list[int]],
+    by: str,
+    chosen: ErrorPolicy,
+    confidence: float,
+    method: IntervalMethod,
+) -> tuple[GroupRates, ...]:
     out = []
     for group in sorted(cells):
         tp, fn, fp, tn, ex_a, ex_b, errors, timeouts = cells[group]

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from shieldbench.errors import StatisticsError
+from shieldbench.metrics._columnar import ERROR, TIMEOUT, columnar, decisions
 from shieldbench.metrics._counts import (
     CountStatistic,
     balanced_accuracy_from_counts,
@@ -179,6 +180,16 @@ def _tally(pairs: Iterable[tuple[bool, bool | None]]) -> tuple[int, int, int, in
 def confusion(run: Run, *, policy: ErrorPolicy | None = None) -> Confusion:
     """Confusion counts of ``run`` under ``policy`` (default: the run's own policy)."""
     chosen = resolve_policy(run, policy)
+    if columnar(run):
+        attack, blocked, status = decisions(run, chosen)
+        tp, fn, fp, tn = (
+            int(np.count_nonzero(a & (blocked == b)))
+            for a, b in ((attack, 1), (attack, 0), (~attack, 1), (~attack, 0))
+        )
+        ex_a = int(np.count_nonzero(attack & (blocked < 0)))
+        ex_b = int(np.count_nonzero(~attack & (blocked < 0)))
+        errors, timeouts = int((status == ERROR).sum()), int((status == TIMEOUT).sum())
+        return Confusion(tp, fn, fp, tn, ex_a, ex_b, errors, timeouts, chosen)
     errors = sum(o.status == "error" for o in run.outcomes)
     timeouts = sum(o.status == "timeout" for o in run.outcomes)
     tp, fn, fp, tn, ex_a, ex_b = _tally(

@@ -45,6 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from shieldbench.errors import StatisticsError
+from shieldbench.metrics._columnar import columnar, score_columns, scored
 from shieldbench.metrics._confusion import resolve_policy
 from shieldbench.metrics._intervals import Estimate, _check_confidence, z_value
 from shieldbench.types import ErrorPolicy, Run
@@ -85,6 +86,8 @@ def validate_scores(is_attack: ArrayLike, scores: ArrayLike) -> tuple[BoolArray,
 
 def has_scores(run: Run) -> bool:
     """True when every ok outcome of ``run`` has a score (and there is at least one)."""
+    if columnar(run):
+        return scored(run)
     ok = [o for o in run.outcomes if o.verdict is not None]
     return bool(ok) and all(o.verdict.score is not None for o in ok if o.verdict is not None)
 
@@ -95,6 +98,8 @@ def score_arrays(run: Run, *, policy: ErrorPolicy | None = None) -> tuple[BoolAr
     Raises :class:`StatisticsError` when an ok outcome has no score.
     """
     chosen = resolve_policy(run, policy)
+    if columnar(run):
+        return score_columns(run, chosen)
     labels: list[bool] = []
     values: list[float] = []
     for sample, outcome in zip(run.samples, run.outcomes, strict=True):

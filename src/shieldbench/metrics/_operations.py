@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from shieldbench.metrics._columnar import bad_outcomes, columnar, latencies
 from shieldbench.metrics._intervals import Estimate, quantile_interval
 from shieldbench.types import Run
 
@@ -68,9 +69,13 @@ class LatencyStats:
 
 def latency_stats(run: Run, *, confidence: float = 0.95) -> LatencyStats:
     """Latency figures of ``run`` (see the module doc)."""
-    values = np.asarray(
-        [o.latency_ms for o in run.outcomes if o.status == "ok" and o.latency_ms is not None],
-        dtype=float,
+    values = (
+        latencies(run)
+        if columnar(run)
+        else np.asarray(
+            [o.latency_ms for o in run.outcomes if o.status == "ok" and o.latency_ms is not None],
+            dtype=float,
+        )
     )
     p50, p95, p99 = (quantile_interval(values, q, confidence=confidence) for q in (0.5, 0.95, 0.99))
     if values.size == 0:
@@ -130,7 +135,7 @@ def _error_type(error: str | None, status: str) -> str:
 
 def error_counts(run: Run) -> ErrorCounts:
     """Count the run's errors and timeouts (the policy is recorded, not applied here)."""
-    bad = [o for o in run.outcomes if o.status != "ok"]
+    bad = bad_outcomes(run) if columnar(run) else [o for o in run.outcomes if o.status != "ok"]
     by_status = Counter(o.status for o in bad)
     by_type = Counter(_error_type(o.error, o.status) for o in bad)
     return ErrorCounts(

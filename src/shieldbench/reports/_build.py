@@ -46,6 +46,7 @@ from shieldbench.metrics import (
     security_utility_tradeoff,
     summarize,
 )
+from shieldbench.metrics._columnar import columnar, latencies
 from shieldbench.reports._attack_view import AttackLike, attack_view
 from shieldbench.reports._e2e_view import end_to_end_view
 from shieldbench.reports._examples import worst_case
@@ -135,10 +136,13 @@ def _curves(run: Run, policy: ErrorPolicy, target_fpr: float) -> ScoreCurves | N
 
 
 def _latency_histogram(run: Run) -> LatencyHistogram | None:
-    values = np.asarray(
-        [o.latency_ms for o in run.outcomes if o.status == "ok" and o.latency_ms is not None],
-        dtype=float,
-    )
+    if columnar(run):
+        values = latencies(run)
+    else:
+        values = np.asarray(
+            [o.latency_ms for o in run.outcomes if o.status == "ok" and o.latency_ms is not None],
+            dtype=float,
+        )
     values = values[np.isfinite(values)]
     if values.size == 0:
         return None

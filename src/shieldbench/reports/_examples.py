@@ -57,6 +57,21 @@ def _example(
     )
 
 
+def _keep(
+    by_category: dict[str, list[tuple[float, int, Example]]],
+    category: str,
+    limit: int,
+    item: tuple[float, int, Example],
+) -> None:
+    """Add a candidate example, keeping only the best ``limit`` per category (plus slack):
+    a run with a million bypasses holds a few examples, not a million."""
+    bucket = by_category.setdefault(category, [])
+    bucket.append(item)
+    if len(bucket) > 2 * limit + 16:
+        bucket.sort()
+        del bucket[limit:]
+
+
 def _interleave(
     by_category: dict[str, list[tuple[float, int, Example]]],
     order: Sequence[str],
@@ -98,15 +113,13 @@ def worst_case(
         if sample.is_attack and b is False:
             n_bypasses += 1
             key = math.inf if score is None else score
-            bypasses.setdefault(sample.category, []).append(
-                (key, i, _example("bypass", label, sample, outcome, text_limit))
-            )
+            item = (key, i, _example("bypass", label, sample, outcome, text_limit))
+            _keep(bypasses, sample.category, examples, item)
         elif not sample.is_attack and b is True:
             n_false_pos += 1
             key = math.inf if score is None else -score
-            false_pos.setdefault(sample.category, []).append(
-                (key, i, _example("false_positive", label, sample, outcome, text_limit))
-            )
+            item = (key, i, _example("false_positive", label, sample, outcome, text_limit))
+            _keep(false_pos, sample.category, examples, item)
     groups = summary.breakdowns.by.get("category", ())
     failing = [
         g

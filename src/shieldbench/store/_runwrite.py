@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -103,9 +103,16 @@ _OUTCOME_COLUMNS = (
 )
 
 
-def _outcome_rows(run_pk: int, outcomes: Sequence[Outcome]) -> list[tuple[Any, ...]]:
+_INSERT_CHUNK = 65_536
+
+
+def _outcome_rows(run_pk: int, outcomes: Sequence[Outcome]) -> Iterator[list[tuple[Any, ...]]]:
+    """The outcome rows, :data:`_INSERT_CHUNK` at a time (a large run is never all rows)."""
     rows: list[tuple[Any, ...]] = []
     for i, o in enumerate(outcomes):
+        if len(rows) >= _INSERT_CHUNK:
+            yield rows
+            rows = []
         v = o.verdict
         if v is None:
             rows.append(
@@ -141,7 +148,8 @@ def _outcome_rows(run_pk: int, outcomes: Sequence[Outcome]) -> list[tuple[Any, .
                     _e2e(o),
                 )
             )
-    return rows
+    if rows:
+        yield rows
 
 
 def _e2e(o: Outcome) -> str | None:
@@ -241,6 +249,6 @@ def insert_run(
             insert(_table(RunTagRow)),
             [{"run_pk": row.pk, "key": k, "value": v} for k, v in tags.items()],
         )
-    if run.outcomes:
-        _bulk_insert(session, "outcomes", _OUTCOME_COLUMNS, _outcome_rows(row.pk, run.outcomes))
+    for rows in _outcome_rows(row.pk, run.outcomes):
+        _bulk_insert(session, "outcomes", _OUTCOME_COLUMNS, rows)
     return True

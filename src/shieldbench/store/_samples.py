@@ -7,8 +7,10 @@ it back rebuilds the samples field for field, metadata and messages included.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from collections.abc import Sequence
+from itertools import islice
 
 from shieldbench.types import Sample
 
@@ -16,23 +18,42 @@ __all__ = ["read_samples", "sample_digest", "sample_document"]
 
 
 def sample_document(samples: Sequence[Sample]) -> bytes:
-    records = [
-        [
-            s.id,
-            s.text,
-            s.label,
-            s.category,
-            s.subcategory,
-            s.severity,
-            s.tier,
-            s.source,
-            s.metadata or None,
-            None if s.messages is None else [dict(m) for m in s.messages],
+    """The samples as one JSON array of field lists, UTF-8.
+
+    Encoded a chunk of samples at a time into one buffer (the bytes are those of
+    ``json.dumps`` over the whole list), so a large run's samples are never all
+    field lists at once.
+    """
+    out = io.BytesIO()
+    out.write(b"[")
+    first = True
+    stream = iter(samples)
+    while block := list(islice(stream, _ENCODE_CHUNK)):
+        records = [
+            [
+                s.id,
+                s.text,
+                s.label,
+                s.category,
+                s.subcategory,
+                s.severity,
+                s.tier,
+                s.source,
+                s.metadata or None,
+                None if s.messages is None else [dict(m) for m in s.messages],
+            ]
+            for s in block
         ]
-        for s in samples
-    ]
-    text = json.dumps(records, ensure_ascii=False, separators=(",", ":"), default=dict)
-    return text.encode("utf-8", "surrogatepass")
+        text = json.dumps(records, ensure_ascii=False, separators=(",", ":"), default=dict)
+        if not first:
+            out.write(b",")
+        out.write(text[1:-1].encode("utf-8", "surrogatepass"))
+        first = False
+    out.write(b"]")
+    return out.getvalue()
+
+
+_ENCODE_CHUNK = 16_384
 
 
 def sample_digest(samples: Sequence[Sample]) -> str:

@@ -4,6 +4,7 @@ PYTHONPATH before Ray starts, so the workers it spawns find it)."""
 from __future__ import annotations
 
 import os
+import signal
 import time
 import zlib
 from pathlib import Path
@@ -29,6 +30,26 @@ class Mixed:
             time.sleep(3.0)
         score = (zlib.crc32(text.encode()) % 1000) / 1000.0
         return Verdict(blocked=score >= 0.5 or "ignore" in text.lower(), score=score)
+
+
+class Freezer:
+    """Freezes its own worker process (SIGSTOP: alive, silent) on a text with "freeze".
+
+    With ``once`` (a file path) only the first worker to meet it freezes; the
+    replacement screens it normally. Without, every worker that meets it freezes.
+    """
+
+    name = "freezer"
+
+    def __init__(self, once: str = "") -> None:
+        self.once = once
+
+    def check(self, text: str) -> Verdict:
+        if "freeze" in text and not (self.once and Path(self.once).exists()):
+            if self.once:
+                Path(self.once).touch()
+            os.kill(os.getpid(), signal.SIGSTOP)
+        return Verdict(blocked="ignore" in text.lower(), score=0.5)
 
 
 class Slow:
