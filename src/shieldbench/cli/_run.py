@@ -27,6 +27,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from shieldbench._memory import release_memory
 from shieldbench.cli._app import (
     EXIT_CODES_HELP,
     EXIT_FINDING,
@@ -236,6 +237,7 @@ def run(
     tags = parse_tags(tag)
     store = None if no_store else open_cli_store(db, ctx)
     datasets = load_datasets(cfg.datasets, cfg.margin)
+    release_memory()  # the loaders' temporaries: large data is held in columns from here
     e2e = E2EOptions(
         target, judge or [], rule=judge_rule, output_defenses=output_defense or [],
         system_prompt=system_prompt, screen=screen,
@@ -291,6 +293,7 @@ def run(
             )
             if all(later.dataset != job.dataset for later in jobs[job.index + 1 :]):
                 del datasets[job.dataset]  # its last job: free the samples (large data)
+            release_memory()
     except KeyboardInterrupt:
         err_console.print(
             f"\n[bold yellow]interrupted:[/] {len(runs)} of {len(jobs)} runs finished, the"
@@ -314,10 +317,12 @@ def run(
         if len(group) >= 2:
             print_comparison(compare_runs(group))
         print_end_to_end(group, accuracy)
+    release_memory()
     title = f"shieldbench benchmark {benchmark_id}"
     paths = write_reports(
         build_report(runs, title=title, margin=cfg.margin, max_fpr=max_fpr), folder
     )
+    release_memory()
     for fmt, path in sorted(paths.items()):
         console.print(f"{fmt:>4} report: {path}", highlight=False)
     if "html" in paths:
