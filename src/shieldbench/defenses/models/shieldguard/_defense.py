@@ -1,4 +1,4 @@
-"""The ``shieldguard`` defense: the fine-tuned MiniLM classifier, int8 ONNX on CPU."""
+"""The ``shieldguard`` defense: the fine-tuned MiniLM classifier, 8-bit ONNX on CPU."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ class ShieldGuardDefense:
 
 @defenses.register(
     "shieldguard",
-    description="Fine-tuned MiniLM-L6 injection/jailbreak classifier (int8 ONNX, windowed).",
+    description="Fine-tuned MiniLM-L6 injection/jailbreak classifier (8-bit ONNX, windowed).",
     usage="shieldguard | shieldguard:DIR | shieldguard(DIR, threshold=0.9, threads=2)",
     requires=("onnxruntime", "tokenizers", "numpy"),
     install_hint=INSTALL_HINT,

@@ -8,7 +8,7 @@ and ``tokenizers`` (a GPU box without the project's other dependencies)::
     python -m shieldbench.defenses.models.shieldguard prepare data.jsonl.gz
     # anywhere with torch (CPU or CUDA): fine-tune, write the trained weights
     python path/to/_fit.py data.jsonl.gz fitted/ --base MINILM_DIR --device cuda
-    # back where shieldbench is installed: export int8 ONNX, calibrate, write the card
+    # back where shieldbench is installed: export 8-bit ONNX, calibrate, write the card
     python -m shieldbench.defenses.models.shieldguard train OUT \\
         --data data.jsonl.gz --weights fitted/weights.pt
 

@@ -37,7 +37,7 @@ def windows(ids: Sequence[int], *, window: int = WINDOW, stride: int = STRIDE) -
 
 
 class Scorer:
-    """P(attack) of texts from an int8 ONNX model folder (``model.onnx``, ``tokenizer.json``)."""
+    """P(attack) of texts from an ONNX model folder (``model.onnx``, ``tokenizer.json``)."""
 
     def __init__(
         self,
