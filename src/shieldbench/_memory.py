@@ -13,7 +13,6 @@ skipped.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import gc
 import sys
 
@@ -29,8 +28,7 @@ def release_memory() -> None:
         if callable(release):
             release()
     if sys.platform.startswith("linux"):
-        name = ctypes.util.find_library("c")
-        if name:
-            trim = getattr(ctypes.CDLL(name), "malloc_trim", None)
-            if trim is not None:
-                trim(0)
+        # the process's own symbols: glibc's malloc_trim where libc is glibc (not musl)
+        trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+        if trim is not None:
+            trim(0)
