@@ -11,13 +11,14 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from shieldbench.service._config import ServeConfig
-from shieldbench.service._deps import ReadyService, authorized, get_service, ready
+from shieldbench.service._deps import ReadyService, authorized, get_service, serving
 from shieldbench.service._edges import (
     BodyLimit,
     ServiceError,
@@ -25,7 +26,7 @@ from shieldbench.service._edges import (
     install_error_handlers,
     message_text,
 )
-from shieldbench.service._fastpath import CheckFastPath
+from shieldbench.service._fastpath import Answered, CheckFastPath, FastPathApp
 from shieldbench.service._guard import Decision
 from shieldbench.service._models import (
     BatchRequest,
@@ -47,6 +48,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     s: {"model": ErrorBody} for s in (400, 401, 404, 413, 422, 502, 503, 504)
 }
 DECISION_HEADER = "x-shieldbench-decision"
+_JSON = (b"content-type", b"application/json")
 
 
 def _text_of(item: CheckRequest, service: Service) -> str:
@@ -66,11 +68,12 @@ def _text_of(item: CheckRequest, service: Service) -> str:
 
 
 async def _decide(
-    service: Service, item: CheckRequest, *, endpoint: str, audit: bool = True
+    service: Service, item: CheckRequest, *, endpoint: str, audit: bool = True, count: bool = True
 ) -> Decision:
+    """The decision (counted in the metrics unless ``count=False``: the caller counts)."""
     text = _text_of(item, service)
     try:
-        return await service.guard.check(
+        decision = await service.guard.decide(
             text, endpoint=endpoint, metadata=item.metadata, audit=audit
         )
     except ServiceError:
@@ -79,6 +82,9 @@ async def _decide(
         raise ServiceError(
             503, "audit_unavailable", f"the audit log is unavailable: {exc}"
         ) from exc
+    if count:
+        service.guard.count(decision, endpoint)
+    return decision
 
 
 _WINDOW = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(s|m|h|d)?\s*$")
@@ -113,7 +119,7 @@ def create_app(
             warm.cancel()
             await service.close()
 
-    app = FastAPI(
+    app = FastPathApp(
         title="shieldbench guard",
         version="1",
         lifespan=lifespan,
@@ -132,18 +138,22 @@ def create_app(
             headers={DECISION_HEADER: decision.id},
         )
 
-    async def fast_check(item: CheckRequest, request: Request) -> Response | None:
+    async def fast_check(item: CheckRequest, scope: Any) -> Answered | None:
+        service = serving(scope)
+        if service is None:
+            return None  # not ready / 401: the route answers them, as for any request
         try:
-            service = await ready(request)
-        except ServiceError:
-            return None  # 401 / 503: the route answers them, as for any request
-        try:
-            return await answer_check(item, service)
+            decision = await _decide(service, item, endpoint="check", count=False)
         except ServiceError as exc:
-            return error_response(exc.status, exc.kind, str(exc), **exc.extra)
+            return Answered.of(error_response(exc.status, exc.kind, str(exc), **exc.extra))
+        headers = [_JSON, (DECISION_HEADER.encode(), decision.id.encode())]
+        # The metrics are counted once the answer is out (they are not part of it).
+        return Answered(
+            200, headers, decision.to_bytes(), partial(service.guard.count, decision, "check")
+        )
 
-    app.add_middleware(  # added last: outermost, in front of the body limit and the router
-        CheckFastPath,
+    app.fast_path = CheckFastPath(  # in front of FastAPI's whole stack
+        app.framework,
         path="/v1/check",
         model=CheckRequest,
         answer=fast_check,

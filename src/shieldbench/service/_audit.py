@@ -41,7 +41,15 @@ from shieldbench.service._journal import Journal, JournalLine, journal_path
 from shieldbench.service._tables import audit_table, feedback_table
 from shieldbench.store import open_store
 
-__all__ = ["AuditStore", "ChainReport", "audit_row", "canonical", "chain_hash", "verify_chain"]
+__all__ = [
+    "AuditStore",
+    "ChainReport",
+    "audit_row",
+    "canonical",
+    "canonical_bytes",
+    "chain_hash",
+    "verify_chain",
+]
 
 _log = logging.getLogger("shieldbench.service.audit")
 GENESIS = "0" * 64
@@ -54,10 +62,15 @@ def canonical(body: Mapping[str, Any]) -> str:
     over 64 bits) the json module writes, in ASCII (``\\ud800`` escapes: a database
     stores that, not a raw surrogate). The hash covers the stored text, which is never
     re-serialised, so the two need not agree on formatting."""
+    return canonical_bytes(body).decode()
+
+
+def canonical_bytes(body: Mapping[str, Any]) -> bytes:
+    """:func:`canonical` as the UTF-8 bytes the journal writes and the chain hashes."""
     try:
-        return orjson.dumps(body, option=orjson.OPT_SORT_KEYS).decode()
+        return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
-        return json.dumps(body, sort_keys=True, separators=(",", ":"))
+        return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
 def chain_hash(prev_hash: str, body: str) -> str:

@@ -6,14 +6,15 @@ thread, a thread hop per request that costs more than everything these functions
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Iterable, MutableMapping
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
 from shieldbench.service._edges import ServiceError, key_matches
 from shieldbench.service._state import Service
 
-__all__ = ["ReadyService", "authorized", "get_service", "ready"]
+__all__ = ["ReadyService", "authorized", "get_service", "presented_key", "ready", "serving"]
 
 
 def _service(request: Request) -> Service:
@@ -28,15 +29,22 @@ async def get_service(request: Request) -> Service:
     return _service(request)
 
 
-def _check_key(request: Request, service: Service) -> None:
-    if not service.api_keys:
-        return
-    headers = request.headers
-    presented = headers.get("x-api-key")
-    authorization = headers.get("authorization")
+def presented_key(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
+    """The API key of raw ASGI headers: ``Authorization: Bearer KEY``, else ``x-api-key``
+    (the first of each header, as Starlette's ``Headers.get`` reads it)."""
+    api_key = authorization = None
+    for name, value in headers:
+        if name == b"x-api-key" and api_key is None:
+            api_key = value.decode("latin-1")
+        elif name == b"authorization" and authorization is None:
+            authorization = value.decode("latin-1")
     if authorization is not None and authorization[:7].lower() == "bearer ":
-        presented = authorization[7:].strip()
-    if not key_matches(presented, service.api_keys):
+        return authorization[7:].strip()
+    return api_key
+
+
+def _check_key(request: Request, service: Service) -> None:
+    if service.api_keys and not key_matches(presented_key(request.headers.raw), service.api_keys):
         raise ServiceError(401, "unauthorized", "missing or invalid API key")
 
 
@@ -57,3 +65,14 @@ async def ready(request: Request) -> Service:
 
 
 ReadyService = Annotated[Service, Depends(ready)]
+
+
+def serving(scope: MutableMapping[str, Any]) -> Service | None:
+    """:func:`ready` for the fast path, on the raw scope: the service when it may answer
+    now (built, warmed up, the key valid), else ``None`` (the route then answers)."""
+    service: Service | None = getattr(scope["app"].state, "service", None)
+    if service is None or not service.guard.ready:
+        return None
+    if service.api_keys and not key_matches(presented_key(scope["headers"]), service.api_keys):
+        return None
+    return service

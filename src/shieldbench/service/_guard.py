@@ -168,9 +168,25 @@ class Guard:
         audit: bool = True,
     ) -> Decision:
         """Screen ``text`` and return the decision (after its audit record is journalled)."""
+        out = await self.decide(text, endpoint=endpoint, metadata=metadata, audit=audit)
+        self.count(out, endpoint)
+        return out
+
+    async def decide(
+        self,
+        text: str,
+        *,
+        endpoint: str = "check",
+        metadata: Mapping[str, Any] | None = None,
+        audit: bool = True,
+    ) -> Decision:
+        """:meth:`check` but the metrics: what the answer must wait for (the decision
+        and its journalled audit record). The caller then calls :meth:`count`; the fast
+        path does so once the answer is sent (the metrics are not part of the answer)."""
         start = time.perf_counter()
         cleaned, fired = preprocess(text, strip=self.config.strip)
-        result = await self.inline.screen(cleaned)
+        digest = text_hash(text)  # the audit record's; the screen's key when nothing was stripped
+        result = await self.inline.screen(cleaned, key=None if fired else digest)
         decision, blocked, reasons = self._decide(result)
         verdict = result.verdict
         path = str(verdict.details.get("path", "fast")) if verdict is not None else "fast"
@@ -197,10 +213,9 @@ class Guard:
             "error": result.error,
         }
         if audit:  # journalled before the answer (an OSError here refuses the answer)
-            self.audit.submit(self._body(fields, text, cleaned, endpoint, metadata))
+            self.audit.submit(self._body(fields, text, digest, cleaned, endpoint, metadata))
         latency_ms = (time.perf_counter() - start) * 1000
         out = Decision(latency_ms=round(latency_ms, 3), **fields)
-        self._count(out, endpoint, latency_ms)
         if warn_state == "pending":
             assert warn is not None
             warn.offer(out.id, cleaned)  # nothing awaited between full() and here: accepted
@@ -210,20 +225,18 @@ class Guard:
         self,
         fields: dict[str, Any],
         text: str,
+        digest: str,
         cleaned: str,
         endpoint: str,
         metadata: Mapping[str, Any] | None,
     ) -> dict[str, Any]:
         """The audit record: the answer's fields (but its latency) and what else is kept."""
-        body = {
+        body = {  # the tuples are written as JSON arrays; nothing changes the dicts after
             **fields,
-            "reasons": list(fields["reasons"]),
-            "stripped": list(fields["stripped"]),
-            "defense": dict(fields["defense"]),
             "kind": "decision",
             "created": time.time(),
             "endpoint": endpoint,
-            "text_hash": text_hash(text),
+            "text_hash": digest,
             "preview": redact(cleaned),
             "chars": len(text),
             "mode": self.config.mode,
@@ -233,7 +246,9 @@ class Guard:
             body["text"] = text
         return body
 
-    def _count(self, out: Decision, endpoint: str, latency_ms: float) -> None:
+    def count(self, out: Decision, endpoint: str) -> None:
+        """Count a decision of :meth:`decide` in the metrics and the rolling window."""
+        latency_ms = out.latency_ms
         m = self.metrics
         key = (out.decision, str(out.defense["name"]), endpoint, out.dedup)
         children = self._children.get(key)

@@ -116,10 +116,11 @@ class Journal:
 
     def write(self, data: bytes) -> None:
         """Append ``data`` (one ``write`` call when the kernel takes it whole)."""
-        view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
+        written = os.write(self._fd, data)
+        if written < len(data):
+            view = memoryview(data)[written:]
+            while view:
+                view = view[os.write(self._fd, view) :]
         self.size += len(data)
 
     def sync(self) -> None:

@@ -107,17 +107,37 @@ class Screen:
 
     async def _call(self, text: str) -> Verdict:
         self.calls += 1
-        if self.inline:
-            verdict = self._call_inline(text)
-        elif self._acheck is not None:
+        if self._acheck is not None:
             verdict = await asyncio.wait_for(self._acheck(text), self.timeout_s)
         else:
             loop = asyncio.get_running_loop()
             call = loop.run_in_executor(self._executor, self.defense.check, text)
             verdict = await asyncio.wait_for(call, self.timeout_s)
+        return self._checked(verdict)
+
+    def _checked(self, verdict: Any) -> Verdict:
         if not isinstance(verdict, Verdict):
             raise TypeError(f"{self.name} returned {type(verdict).__name__}, not a Verdict")
         return verdict
+
+    def _screen_inline(self, text: str, key: str) -> ScreenResult:
+        """An event-loop-safe defense, called right here: it never yields, so no duplicate
+        can arrive meanwhile and nothing needs an in-flight future (nor a coroutine)."""
+        start = time.perf_counter()
+        self.calls += 1
+        try:
+            verdict = self._checked(self._call_inline(text))
+        except Exception as exc:
+            ms = (time.perf_counter() - start) * 1000
+            return ScreenResult(None, f"error: {type(exc).__name__}: {exc}", "miss", ms)
+        result = ScreenResult(verdict, None, "miss", (time.perf_counter() - start) * 1000)
+        self._remember(key, verdict)
+        return result
+
+    def _remember(self, key: str, verdict: Verdict) -> None:
+        self._recent[key] = (self._clock(), verdict)
+        if len(self._recent) > self._max_entries:
+            self._recent.popitem(last=False)
 
     async def _screen_once(self, text: str) -> ScreenResult:
         start = time.perf_counter()
@@ -140,9 +160,10 @@ class Screen:
             return None
         return entry[1]
 
-    async def screen(self, text: str) -> ScreenResult:
-        """The defense's verdict on ``text`` (cached, shared in flight, or fresh)."""
-        key = text_hash(text)
+    async def screen(self, text: str, *, key: str | None = None) -> ScreenResult:
+        """The defense's verdict on ``text`` (cached, shared in flight, or fresh); ``key``
+        is ``text_hash(text)`` when the caller has it already."""
+        key = text_hash(text) if key is None else key
         cached = self._cached(key)
         if cached is not None:
             return ScreenResult(cached, None, "hit", 0.0)
@@ -150,6 +171,8 @@ class Screen:
         if pending is not None:
             first = await asyncio.shield(pending)
             return ScreenResult(first.verdict, first.error, "hit", first.defense_ms)
+        if self.inline:
+            return self._screen_inline(text, key)
         future: asyncio.Future[ScreenResult] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
@@ -161,7 +184,5 @@ class Screen:
             del self._inflight[key]
         future.set_result(result)
         if result.verdict is not None:
-            self._recent[key] = (self._clock(), result.verdict)
-            if len(self._recent) > self._max_entries:
-                self._recent.popitem(last=False)
+            self._remember(key, result.verdict)
         return result

@@ -22,19 +22,22 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import hashlib
 import logging
 import threading
 import time
 from typing import Any
 
 from shieldbench.errors import StoreError
-from shieldbench.service._audit import AuditStore, audit_row, canonical, chain_hash
-from shieldbench.service._journal import Journal, JournalLine, encode_line
+from shieldbench.service._audit import AuditStore, audit_row, canonical_bytes
+from shieldbench.service._journal import Journal, JournalLine
 
 __all__ = ["AuditWriter"]
 
 _log = logging.getLogger("shieldbench.service.audit")
 _Waiter = tuple[int, asyncio.Future[None]]
+#: A journalled record on its way to the store: seq, previous hash, hash, JSON, body.
+_Written = tuple[int, str, str, bytes, dict[str, Any]]
 
 
 class AuditWriter:
@@ -72,7 +75,7 @@ class AuditWriter:
         self._seq, self._prev = store.head()
         self._moved = self._seq
         self._lock = threading.Lock()  # the chain's order: retention appends from a thread
-        self._records: collections.deque[dict[str, Any]] = collections.deque()
+        self._records: collections.deque[_Written] = collections.deque()
         self._later: collections.deque[dict[str, Any]] = collections.deque()
         self._wake = threading.Event()
         self._stopping = False
@@ -87,19 +90,23 @@ class AuditWriter:
 
     def submit(self, body: dict[str, Any]) -> None:
         """Chain ``body`` and journal it; when this returns, the record is durable
-        (against a process crash; see ``fsync_s``). Raises ``OSError`` if it is not."""
+        (against a process crash; see ``fsync_s``). Raises ``OSError`` if it is not.
+        ``body`` is the caller's no more: the writer thread reads it later.
+
+        On the event loop, so in bytes: the JSON as orjson writes it, hashed and
+        written as is (what ``chain_hash`` and ``encode_line`` compute from the text);
+        the store's row is made by the writer thread."""
         with self._lock:
-            seq = self._seq + 1
-            text = canonical({**body, "seq": seq})
-            digest = chain_hash(self._prev, text)
-            line = JournalLine(seq, self._prev, digest, text)
-            self.journal.write(encode_line(line))
+            seq, prev = self._seq + 1, self._prev
+            data = canonical_bytes({**body, "seq": seq})
+            digest = hashlib.sha256(prev.encode() + data).hexdigest()
+            self.journal.write(b"%d\t%s\t%s\t%s\n" % (seq, prev.encode(), digest.encode(), data))
             if self.fsync_s == 0:
                 self.journal.sync()
             else:
                 self._dirty = True
             self._seq, self._prev = seq, digest
-            self._records.append(audit_row(line, body))
+            self._records.append((seq, prev, digest, data, body))
 
     def submit_later(self, body: dict[str, Any]) -> None:
         """Queue a record nobody waits for (a warn-only verdict after the answer): the
@@ -142,7 +149,9 @@ class AuditWriter:
                 except OSError as exc:
                     _log.error("audit journal write failed; %s record lost: %s", body["kind"], exc)
             while self._records:
-                pending.append(self._records.popleft())
+                seq, prev, digest, data, body = self._records.popleft()
+                text = data.decode("utf-8", "surrogatepass")
+                pending.append(audit_row(JournalLine(seq, prev, digest, text), body))
             self._background_sync()
             while pending:
                 batch = pending[: self.max_batch]
