@@ -11,11 +11,14 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from functools import partial
 from typing import Annotated, Any
 
+import orjson
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response
+from pydantic import ValidationError
 
 from shieldbench.service._config import ServeConfig
 from shieldbench.service._deps import ReadyService, authorized, get_service, serving
@@ -49,9 +52,37 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 }
 DECISION_HEADER = "x-shieldbench-decision"
 _JSON = (b"content-type", b"application/json")
+_DECISION = DECISION_HEADER.encode()
 
 
-def _text_of(item: CheckRequest, service: Service) -> str:
+@dataclass(frozen=True, slots=True)
+class _PlainCheck:
+    """``{"text": "..."}`` (with an object ``metadata`` or without): nearly every check
+    body, read by orjson without the model's validation (the model accepts exactly these
+    bodies with these values; anything else goes to the model)."""
+
+    text: str
+    metadata: dict[str, Any]
+    messages: None = None
+
+
+def parse_check(body: bytes) -> _PlainCheck | CheckRequest | None:
+    """The check request of a body (the fast path's parser), or ``None`` if it is not one."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        data = None
+    if type(data) is dict and type(data.get("text")) is str:
+        metadata = data.get("metadata", {})
+        if type(metadata) is dict and len(data) == 1 + ("metadata" in data):
+            return _PlainCheck(data["text"], metadata)
+    try:
+        return CheckRequest.model_validate_json(body)
+    except ValidationError:
+        return None
+
+
+def _text_of(item: CheckRequest | _PlainCheck, service: Service) -> str:
     if (item.text is None) == (item.messages is None):
         raise ServiceError(422, "invalid_request", "give exactly one of 'text' or 'messages'")
     text = item.text
@@ -68,7 +99,12 @@ def _text_of(item: CheckRequest, service: Service) -> str:
 
 
 async def _decide(
-    service: Service, item: CheckRequest, *, endpoint: str, audit: bool = True, count: bool = True
+    service: Service,
+    item: CheckRequest | _PlainCheck,
+    *,
+    endpoint: str,
+    audit: bool = True,
+    count: bool = True,
 ) -> Decision:
     """The decision (counted in the metrics unless ``count=False``: the caller counts)."""
     text = _text_of(item, service)
@@ -138,7 +174,7 @@ def create_app(
             headers={DECISION_HEADER: decision.id},
         )
 
-    async def fast_check(item: CheckRequest, scope: Any) -> Answered | None:
+    async def fast_check(item: CheckRequest | _PlainCheck, scope: Any) -> Answered | None:
         service = serving(scope)
         if service is None:
             return None  # not ready / 401: the route answers them, as for any request
@@ -146,7 +182,7 @@ def create_app(
             decision = await _decide(service, item, endpoint="check", count=False)
         except ServiceError as exc:
             return Answered.of(error_response(exc.status, exc.kind, str(exc), **exc.extra))
-        headers = [_JSON, (DECISION_HEADER.encode(), decision.id.encode())]
+        headers = [_JSON, (_DECISION, decision.id.encode())]
         # The metrics are counted once the answer is out (they are not part of it).
         return Answered(
             200, headers, decision.to_bytes(), partial(service.guard.count, decision, "check")
@@ -155,7 +191,7 @@ def create_app(
     app.fast_path = CheckFastPath(  # in front of FastAPI's whole stack
         app.framework,
         path="/v1/check",
-        model=CheckRequest,
+        parse=parse_check,
         answer=fast_check,
         limit=config.max_body_bytes,
     )

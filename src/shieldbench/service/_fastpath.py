@@ -9,7 +9,7 @@ request object, the readiness dependency and Starlette's response ~25 us more.
 
 :class:`FastPathApp` is FastAPI with :class:`CheckFastPath` in front of all of that:
 it answers the common request directly (``POST`` to the path, a JSON content type, a
-declared length within the body limit, a body the request model accepts, a valid API
+declared length within the body limit, a body ``parse`` accepts (the request model), a valid API
 key or none configured, a ready service) with two raw ASGI messages. Anything else
 falls through, body and all, to the whole FastAPI application, so every error, status
 and message is exactly the framework's, and the OpenAPI document (made from the route)
@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI
-from pydantic import BaseModel, ValidationError
 from starlette.responses import Response
 from starlette.types import Receive as _Receive
 from starlette.types import Scope as _Scope
@@ -57,6 +56,8 @@ class Answered:
         return cls(response.status_code, headers, bytes(response.body))
 
 
+#: ``parse(body)``: the request item, or ``None`` when the body is not one.
+Parse = Callable[[bytes], Any]
 #: ``answer(item, scope)``: the answer, or ``None`` to let the application answer.
 Answer = Callable[[Any, Scope], Awaitable[Answered | None]]
 
@@ -66,11 +67,11 @@ class CheckFastPath:
     ``app`` answers everything else."""
 
     def __init__(
-        self, app: ASGIApp, *, path: str, model: type[BaseModel], answer: Answer, limit: int
+        self, app: ASGIApp, *, path: str, parse: Parse, answer: Answer, limit: int
     ) -> None:
         self.app = app
         self.path = path
-        self.model = model
+        self.parse = parse
         self.answer = answer
         self.limit = limit
 
@@ -95,10 +96,7 @@ class CheckFastPath:
         body = b"".join(chunks)
         answered = None
         if len(body) <= self.limit:
-            try:
-                item = self.model.model_validate_json(body)
-            except ValidationError:
-                item = None
+            item = self.parse(body)
             if item is not None:
                 answered = await self.answer(item, scope)
         if answered is None:
