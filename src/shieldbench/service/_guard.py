@@ -138,6 +138,8 @@ class Guard:
         self.metrics = metrics
         self.window = window
         self._children: dict[tuple[str, str, str, str], tuple[Any, Any, Any]] = {}
+        # One dict for every decision (nothing changes it; ``to_json`` copies it).
+        self._defense = {"name": inline.name, "version": inline.version}
         self.ready = False
 
     def _decide(self, result: ScreenResult) -> tuple[str, bool, tuple[str, ...]]:
@@ -198,24 +200,41 @@ class Guard:
                 warn_state = "dropped"  # backlog full: counted, never queued without bound
                 self.metrics.warn.labels("dropped").inc()
                 self.window.add_warn_dropped(time.time())
-        fields: dict[str, Any] = {
-            "id": new_id(),
-            "decision": decision,
-            "blocked": blocked,
-            "score": None if verdict is None else verdict.score,
-            "label": None if verdict is None else verdict.label,
-            "reasons": reasons,
-            "path": path,
-            "dedup": result.dedup,
-            "defense": {"name": self.inline.name, "version": self.inline.version},
-            "warn": warn_state,
-            "stripped": fired,
-            "error": result.error,
-        }
+        ident, defense = new_id(), self._defense
+        score = None if verdict is None else verdict.score
+        label = None if verdict is None else verdict.label
         if audit:  # journalled before the answer (an OSError here refuses the answer)
+            fields: dict[str, Any] = {
+                "id": ident,
+                "decision": decision,
+                "blocked": blocked,
+                "score": score,
+                "label": label,
+                "reasons": reasons,
+                "path": path,
+                "dedup": result.dedup,
+                "defense": defense,
+                "warn": warn_state,
+                "stripped": fired,
+                "error": result.error,
+            }
             self.audit.submit(self._body(fields, text, digest, cleaned, endpoint, metadata))
-        latency_ms = (time.perf_counter() - start) * 1000
-        out = Decision(latency_ms=round(latency_ms, 3), **fields)
+        latency_ms = round((time.perf_counter() - start) * 1000, 3)
+        out = Decision(  # positional: the frozen dataclass's keyword path costs more
+            ident,
+            decision,
+            blocked,
+            score,
+            label,
+            reasons,
+            latency_ms,
+            path,
+            result.dedup,
+            defense,
+            warn_state,
+            fired,
+            result.error,
+        )
         if warn_state == "pending":
             assert warn is not None
             warn.offer(out.id, cleaned)  # nothing awaited between full() and here: accepted

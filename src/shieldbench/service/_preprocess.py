@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
@@ -92,12 +93,16 @@ def preprocess(
     text: str, *, strip: Iterable[str] = tuple(SERVICE_STRIPPERS)
 ) -> tuple[str, tuple[str, ...]]:
     """The text without the chosen wrappers, and the names of the strippers that changed it."""
-    chosen = set(strip)
     fired: list[str] = []
-    for name in _ORDER:
-        if name in chosen:
-            out = SERVICE_STRIPPERS[name](text)
-            if out != text:
-                fired.append(name)
-                text = out
+    for name, stripper in _chosen(strip if isinstance(strip, tuple) else tuple(strip)):
+        out = stripper(text)
+        if out != text:
+            fired.append(name)
+            text = out
     return (text.strip() if fired else text), tuple(fired)
+
+
+@functools.lru_cache(maxsize=32)
+def _chosen(strip: tuple[str, ...]) -> tuple[tuple[str, Callable[[str], str]], ...]:
+    """The chosen strippers in their order (a service asks for the same ones every time)."""
+    return tuple((name, SERVICE_STRIPPERS[name]) for name in _ORDER if name in strip)

@@ -98,7 +98,8 @@ class AuditWriter:
         the store's row is made by the writer thread."""
         with self._lock:
             seq, prev = self._seq + 1, self._prev
-            data = canonical_bytes({**body, "seq": seq})
+            body["seq"] = seq  # the caller's no more (see above)
+            data = canonical_bytes(body)
             digest = hashlib.sha256(prev.encode() + data).hexdigest()
             self.journal.write(b"%d\t%s\t%s\t%s\n" % (seq, prev.encode(), digest.encode(), data))
             if self.fsync_s == 0:
