@@ -41,7 +41,7 @@ __all__ = ["Decision", "Guard"]
 
 _log = logging.getLogger("shieldbench.service")
 _PREVIEW = 48
-_ASCII_DIGITS = str.maketrans("0123456789", "#" * 10)
+_ASCII_DIGITS = bytes.maketrans(b"0123456789", b"#" * 10)
 
 
 class _Ids:
@@ -66,8 +66,8 @@ new_id = _Ids()
 def redact(text: str) -> str:
     """A short preview: the first characters with digits masked, then the length."""
     head = text[:_PREVIEW]
-    if head.isascii():  # the common case, ~20x faster than the loop
-        head = head.translate(_ASCII_DIGITS)
+    if head.isascii():  # the common case, ~20x faster than the loop (bytes: a table lookup)
+        head = head.encode("ascii").translate(_ASCII_DIGITS).decode("ascii")
     else:
         head = "".join("#" if c.isdigit() else c for c in head)
     return f"{head}… ({len(text)} chars)" if len(text) > _PREVIEW else head
@@ -188,7 +188,10 @@ class Guard:
         start = time.perf_counter()
         cleaned, fired = preprocess(text, strip=self.config.strip)
         digest = text_hash(text)  # the audit record's; the screen's key when nothing was stripped
-        result = await self.inline.screen(cleaned, key=None if fired else digest)
+        key = text_hash(cleaned) if fired else digest
+        result = self.inline.screen_now(cleaned, key=key)  # no coroutine for inline / cached
+        if result is None:
+            result = await self.inline.screen(cleaned, key=key)
         decision, blocked, reasons = self._decide(result)
         verdict = result.verdict
         path = str(verdict.details.get("path", "fast")) if verdict is not None else "fast"
@@ -204,7 +207,9 @@ class Guard:
         score = None if verdict is None else verdict.score
         label = None if verdict is None else verdict.label
         if audit:  # journalled before the answer (an OSError here refuses the answer)
-            fields: dict[str, Any] = {
+            # The record: the answer's fields (but its latency) and what else is kept; the
+            # tuples are written as JSON arrays, and nothing changes the dicts after.
+            body: dict[str, Any] = {
                 "id": ident,
                 "decision": decision,
                 "blocked": blocked,
@@ -217,8 +222,18 @@ class Guard:
                 "warn": warn_state,
                 "stripped": fired,
                 "error": result.error,
+                "kind": "decision",
+                "created": time.time(),
+                "endpoint": endpoint,
+                "text_hash": digest,
+                "preview": redact(cleaned),
+                "chars": len(text),
+                "mode": self.config.mode,
+                "metadata": dict(metadata) if metadata else {},
             }
-            self.audit.submit(self._body(fields, text, digest, cleaned, endpoint, metadata))
+            if self.config.store_text:
+                body["text"] = text
+            self.audit.submit(body)
         latency_ms = round((time.perf_counter() - start) * 1000, 3)
         out = Decision(  # positional: the frozen dataclass's keyword path costs more
             ident,
@@ -239,31 +254,6 @@ class Guard:
             assert warn is not None
             warn.offer(out.id, cleaned)  # nothing awaited between full() and here: accepted
         return out
-
-    def _body(
-        self,
-        fields: dict[str, Any],
-        text: str,
-        digest: str,
-        cleaned: str,
-        endpoint: str,
-        metadata: Mapping[str, Any] | None,
-    ) -> dict[str, Any]:
-        """The audit record: the answer's fields (but its latency) and what else is kept."""
-        body = {  # the tuples are written as JSON arrays; nothing changes the dicts after
-            **fields,
-            "kind": "decision",
-            "created": time.time(),
-            "endpoint": endpoint,
-            "text_hash": digest,
-            "preview": redact(cleaned),
-            "chars": len(text),
-            "mode": self.config.mode,
-            "metadata": dict(metadata or {}),
-        }
-        if self.config.store_text:
-            body["text"] = text
-        return body
 
     def count(self, out: Decision, endpoint: str) -> None:
         """Count a decision of :meth:`decide` in the metrics and the rolling window."""

@@ -171,19 +171,28 @@ class Screen:
             return None
         return entry[1]
 
-    async def screen(self, text: str, *, key: str | None = None) -> ScreenResult:
-        """The defense's verdict on ``text`` (cached, shared in flight, or fresh); ``key``
-        is ``text_hash(text)`` when the caller has it already."""
+    def screen_now(self, text: str, *, key: str | None = None) -> ScreenResult | None:
+        """:meth:`screen` without a coroutine, when nothing needs waiting for: a cached
+        verdict, or a defense called inline; ``None`` otherwise (await :meth:`screen`)."""
         key = text_hash(text) if key is None else key
         cached = self._cached(key)
         if cached is not None:
             return ScreenResult(cached, None, "hit", 0.0)
+        if self.inline and key not in self._inflight:
+            return self._screen_inline(text, key)
+        return None
+
+    async def screen(self, text: str, *, key: str | None = None) -> ScreenResult:
+        """The defense's verdict on ``text`` (cached, shared in flight, or fresh); ``key``
+        is ``text_hash(text)`` when the caller has it already."""
+        key = text_hash(text) if key is None else key
+        now = self.screen_now(text, key=key)
+        if now is not None:
+            return now
         pending = self._inflight.get(key)
         if pending is not None:
             first = await asyncio.shield(pending)
             return ScreenResult(first.verdict, first.error, "hit", first.defense_ms)
-        if self.inline:
-            return self._screen_inline(text, key)
         future: asyncio.Future[ScreenResult] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
