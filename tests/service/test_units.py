@@ -6,9 +6,12 @@ from pathlib import Path
 
 import pytest
 from guardtest import cli
+from pydantic import ValidationError
 
 from shieldbench.errors import ConfigError
 from shieldbench.service import ServeConfig, load_config, preprocess
+from shieldbench.service._app import parse_check
+from shieldbench.service._models import CheckRequest
 from shieldbench.service._stats import Event, RollingWindow, breaches, quality
 
 
@@ -90,3 +93,40 @@ def test_rolling_window_and_quality() -> None:
     stats = {"quality": q, "traffic": traffic}
     fired = breaches(stats, {"min_recall": 0.9, "max_fpr": 0.6, "max_error_rate": 0.1})
     assert [b["check"] for b in fired] == ["min_recall", "max_error_rate"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"text": "hello"}',
+        b'{"text": "hello", "metadata": {"user": "u1", "n": [1, 2.5]}}',
+        b'{"metadata": {}, "text": "a\\u0000b"}',
+        b'{"text": "x", "text": "last wins"}',
+        b'{"text": "\\ud800 lone surrogate"}',  # orjson refuses it: the model decides
+        b'{"text": "x", "metadata": {"big": 1e400}}',  # likewise (infinity)
+        b'{"messages": [{"role": "user", "content": "hi"}]}',
+        b'{"text": null}',
+        b'{"text": 5}',
+        b'{"text": "x", "metadata": []}',
+        b'{"text": "x", "extra": 1}',
+        b'{"text": "x", "messages": []}',
+        b"[]",
+        b"not json",
+        b'{"text": "\xff"}',
+    ],
+)
+def test_fast_path_parser_accepts_what_the_model_accepts(body: bytes) -> None:
+    try:
+        expected: CheckRequest | None = CheckRequest.model_validate_json(body)
+    except ValidationError:
+        expected = None
+    parsed = parse_check(body)
+    if expected is None:
+        assert parsed is None
+    else:
+        assert parsed is not None
+        assert (parsed.text, parsed.messages, parsed.metadata) == (
+            expected.text,
+            expected.messages,
+            expected.metadata,
+        )
