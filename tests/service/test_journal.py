@@ -23,7 +23,7 @@ import pytest
 from guardtest import Server, cli
 
 from shieldbench.errors import ConfigError, StoreError
-from shieldbench.service import AuditStore, ServeConfig, verify_chain
+from shieldbench.service import AuditStore, ServeConfig, build_defenses, create_app, verify_chain
 from shieldbench.service._audit import canonical, chain_hash
 from shieldbench.service._guard import Decision, new_id
 from shieldbench.service._journal import Journal, JournalLine, encode_line, journal_path
@@ -120,6 +120,75 @@ def test_unwritable_journal_refuses_the_record_and_keeps_the_chain(tmp_path: Pat
     assert _ids(store) == ["j2"]
     assert verify_chain(store).ok
     store.close()
+
+
+def test_fast_path_answers_503_unlogged_and_counts_only_answered_checks(tmp_path: Path) -> None:
+    config = ServeConfig(defense="pattern", db=f"sqlite:///{tmp_path / 'f.db'}")
+    app = create_app(config, build_defenses(config))
+
+    async def check(text: str) -> tuple[int, dict[str, str], dict[str, object]]:
+        body = json.dumps({"text": text}).encode()
+        scope = {
+            "type": "http",
+            "method": "POST",
+            "path": "/v1/check",
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", b"%d" % len(body)),
+            ],
+            "query_string": b"",
+            "root_path": "",
+            "http_version": "1.1",
+        }
+        sent: list[dict[str, object]] = []
+
+        async def receive() -> dict[str, object]:
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def send(message: dict[str, object]) -> None:
+            sent.append(message)
+
+        await app(scope, receive, send)  # type: ignore[arg-type]
+        start, answer = sent
+        headers = {k.decode(): v.decode() for k, v in start["headers"]}  # type: ignore[attr-defined]
+        return int(start["status"]), headers, json.loads(answer["body"])  # type: ignore[arg-type]
+
+    async def run() -> None:
+        async with app.router.lifespan_context(app):
+            service = app.state.service
+            while not service.guard.ready:
+                await asyncio.sleep(0.01)
+            status, headers, data = await check("hello there")
+            assert status == 200
+            assert headers["x-shieldbench-decision"] == data["id"]
+            assert int(headers["content-length"]) > 0
+            journal = service.writer.journal
+            original = journal._fd
+            journal._fd = os.open(os.devnull, os.O_RDONLY)  # writes fail (EBADF)
+            try:
+                status, _, data = await check("not journalled")
+            finally:
+                os.close(journal._fd)
+                journal._fd = original
+            assert status == 503
+            assert data["error"]["type"] == "audit_unavailable"  # type: ignore[index]
+            status, _, _ = await check("journalled again")
+            assert status == 200
+            scrape = service.metrics.scrape().decode()
+            counted = [
+                float(line.rsplit(" ", 1)[1])
+                for line in scrape.splitlines()
+                if line.startswith("shieldbench_guard_requests_total{")
+            ]
+            assert sum(counted) == 2  # counted once answered; the refused one is not
+
+    asyncio.run(run())
+    store = AuditStore(config.db)
+    try:
+        assert verify_chain(store).ok
+        assert len(list(store.rows(kind="decision"))) == 2
+    finally:
+        store.close()
 
 
 def test_journal_lock_and_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
