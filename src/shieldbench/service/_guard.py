@@ -1,6 +1,8 @@
 """The decision path: preprocess, screen (deduplicated, with a timeout), decide, audit.
 
-:meth:`Guard.check` is what every endpoint calls. The answer goes out only after its
+:meth:`Guard.check` is what every endpoint calls (the ``/v1/check`` fast path calls its
+two halves, :meth:`Guard.decide` and, once the answer is sent, :meth:`Guard.count`,
+the metrics). The answer goes out only after its
 audit record is chained and written to the audit journal, from where it reaches the
 store within milliseconds (see :mod:`~shieldbench.service._writer`; unless
 ``audit=False``: the scores-only endpoint). In dual
