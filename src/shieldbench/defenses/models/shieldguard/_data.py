@@ -8,7 +8,9 @@ Three kinds of data (``DATACARD.md`` has counts and licences):
   each row's split is fixed by a hash of its id (:func:`split_of`): 60% train,
   10% dev (threshold calibration only), 30% test (reported, never trained on);
 - data written for shieldguard (:mod:`._written`) plus attacks mutated with the
-  project's attack mutators (:mod:`._augment`).
+  project's attack mutators (:mod:`._augment`);
+- benign variety (:mod:`._variety`: system prompts, role-play, everyday requests,
+  Python's own documentation), fitted only in the second training stage.
 
 A *fold* (:data:`FOLDS`) names a group of shared sources to hold out entirely:
 training then skips all of their rows, the installed sources that overlap them
@@ -25,6 +27,7 @@ from pathlib import Path
 from shieldbench.datasets import load_dataset, load_jsonl, near_duplicates
 from shieldbench.defenses.models.shieldguard._augment import augmented
 from shieldbench.defenses.models.shieldguard._example import Example
+from shieldbench.defenses.models.shieldguard._variety import FAMILIES
 from shieldbench.errors import ConfigError
 
 __all__ = [
@@ -37,6 +40,7 @@ __all__ = [
     "shared_dir",
     "shared_rows",
     "split_of",
+    "variety",
 ]
 
 EXTERNAL = (
@@ -177,6 +181,25 @@ def assemble(
     train.extend(written_train)
     dev.extend(written_dev)
     train = _drop_overlap(train, evaluated)
+    rng.shuffle(train)
+    # stage-2 families go last, shuffled apart, so stage 1 sees the same rows in the
+    # same order whether or not they exist (see _fit.REFINE_SOURCES)
+    extra, extra_dev = variety(seed=seed)
+    train.extend(_drop_overlap(extra, evaluated))
+    dev.extend(extra_dev)
+    return train, dev
+
+
+def variety(*, seed: int) -> tuple[list[Example], list[Example]]:
+    """``(train, dev)`` benign-variety examples (:mod:`._variety`), each family shuffled."""
+    rng = random.Random(seed + 2)
+    train: list[Example] = []
+    dev: list[Example] = []
+    for name, (generate, n_train, n_dev) in FAMILIES.items():
+        source = "installed:python-docs" if name == "pydocs" else f"written:{name}"
+        rows = [Example(text, 0, source) for text, _ in generate(rng, n_train + n_dev)]
+        train.extend(rows[:n_train])
+        dev.extend(rows[n_train:])
     rng.shuffle(train)
     return train, dev
 

@@ -10,7 +10,9 @@ which can also run alone on another machine, e.g. one with a GPU):
    (it is most of the parameters, and the vocabulary needs no new meaning);
 3. inputs: WordPiece ids, texts longer than ``max_len`` keep their first and last
    halves (:func:`._fit.head_tail`), batches of similar length;
-4. AdamW, linear warm-up (6%) and decay, class-balanced BCE loss;
+4. AdamW, linear warm-up (6%) and decay, class-balanced BCE loss, 1,500 steps on the
+   core data; ``--refine-steps N`` adds an experimental second stage on benign
+   variety (:mod:`._variety`), off by default (:class:`TrainConfig`);
 5. export: ONNX (opset 17), then weight-only 8-bit quantization (:func:`_export`;
    ``model.onnx``, about 24 MB);
 6. threshold: :func:`calibrate` on the quantized model's scores of the benign
@@ -41,6 +43,7 @@ from shieldbench.defenses.models.shieldguard._data import (
     split_of,
 )
 from shieldbench.defenses.models.shieldguard._fit import (
+    REFINE_SOURCES,
     Row,
     TrainConfig,
     build_model,
@@ -103,13 +106,15 @@ def train(
     *,
     data: Path | None = None,
     weights: Path | None = None,
+    stage1: Path | None = None,
     metrics: bool = True,
 ) -> Path:
     """Train (or load ``weights``), export, calibrate; write ``model.onnx``, tokenizer, card.
 
     ``data`` is a file written by :func:`prepare` (default: assemble now, for
     ``config.fold``); ``weights`` a file written by :func:`._fit.save_trained` from
-    the same data and config, fitted elsewhere (then no fitting happens here).
+    the same data and config, fitted elsewhere (then no fitting happens here);
+    ``stage1`` stage-1 weights fitted elsewhere (then only stage 2 runs here).
     ``metrics=False`` leaves the card's metrics on the shared sets empty.
     """
     import torch
@@ -122,14 +127,19 @@ def train(
     else:
         train_examples, dev = assemble(fold=config.fold, seed=config.seed)
         parts = {"train": _rows(train_examples), "dev": _rows(dev), "select": []}
+    if config.refine_steps == 0:  # the variety rows calibrate only a model fitted on them
+        parts["dev"] = [r for r in parts["dev"] if r[2] not in REFINE_SOURCES]
     out.mkdir(parents=True, exist_ok=True)
     log(f"data: {len(parts['train'])} train, {len(parts['dev'])} benign dev")
-    if weights is None:
-        model = fit(parts["train"], config, base=base)
-        fitted_on = f"{config.device} (this command)"
-    else:
+    if weights is not None:
         model = load_trained(build_model(base), weights)
         fitted_on = f"{weights.name}, fitted by _fit.py from the same data"
+    elif stage1 is not None:
+        model = fit(parts["train"], config, base=base, stage1=stage1)
+        fitted_on = f"stage 1: {stage1.name} (fitted by _fit.py); stage 2: {config.device} here"
+    else:
+        model = fit(parts["train"], config, base=base)
+        fitted_on = f"{config.device} (this command)"
     model = model.to("cpu").eval()
     torch.save(model.state_dict(), out / "checkpoint.pt")  # not shipped; lets export be redone
     shutil.copy(base / "tokenizer.json", out / "tokenizer.json")
