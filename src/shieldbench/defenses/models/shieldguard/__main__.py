@@ -22,7 +22,7 @@ NEEDS = (
 
 
 def _parser() -> argparse.ArgumentParser:
-    from shieldbench.defenses.models.shieldguard._fit import TrainConfig
+    from shieldbench.defenses.models.shieldguard._fit import TrainConfig, add_recipe_arguments
 
     defaults = TrainConfig()
     parser = argparse.ArgumentParser(prog="python -m shieldbench.defenses.models.shieldguard")
@@ -34,16 +34,10 @@ def _parser() -> argparse.ArgumentParser:
     cmd = sub.add_parser("train", help="fine-tune, export to 8-bit ONNX, calibrate, write card")
     cmd.add_argument("out", type=Path)
     cmd.add_argument("--fold", default=None, help="hold out one fold of sources (evaluation)")
-    for name in ("steps", "refine_steps", "seed", "threads", "max_len", "batch_size"):
-        flag = f"--{name.replace('_', '-')}"
-        cmd.add_argument(flag, type=int, default=getattr(defaults, name))
-    cmd.add_argument("--lr", type=float, default=defaults.lr)
-    cmd.add_argument("--refine-lr", type=float, default=defaults.refine_lr)
-    cmd.add_argument("--target-fpr", type=float, default=defaults.target_fpr)
+    add_recipe_arguments(cmd)
     cmd.add_argument(
         "--no-eval", action="store_true", help="skip the card's metrics on the shared sets"
     )
-    cmd.add_argument("--device", default=defaults.device, help="torch device (default cpu)")
     cmd.add_argument("--data", type=Path, default=None, help="a file written by prepare")
     cmd.add_argument("--weights", type=Path, default=None, help="weights fitted by _fit.py")
     cmd.add_argument(
@@ -64,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
             counts = prepare(args.out, fold=args.fold, seed=args.seed)
             print(f"wrote {args.out}: {counts}")
             return 0
-        from shieldbench.defenses.models.shieldguard._train import TrainConfig, train
+        from shieldbench.defenses.models.shieldguard._fit import config_from
+        from shieldbench.defenses.models.shieldguard._train import train
     except ImportError as exc:
         print(f"error: {NEEDS.format(exc)}", file=sys.stderr)
         return 2
@@ -85,19 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         if path is not None and not path.is_file():
             print(f"error: {flag} {path}: no such file", file=sys.stderr)
             return 2
-    config = TrainConfig(
-        steps=args.steps,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        refine_steps=args.refine_steps,
-        refine_lr=args.refine_lr,
-        seed=args.seed,
-        fold=args.fold,
-        threads=args.threads,
-        max_len=args.max_len,
-        device=args.device,
-        target_fpr=args.target_fpr,
-    )
+    config = config_from(args)
     if not 0.0 < config.target_fpr < 0.5:
         print(f"error: --target-fpr must be in (0, 0.5), got {config.target_fpr}", file=sys.stderr)
         return 2

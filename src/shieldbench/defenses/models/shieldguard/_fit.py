@@ -31,7 +31,7 @@ import random
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,9 @@ __all__ = [
     "FROZEN",
     "REFINE_SOURCES",
     "TrainConfig",
+    "add_recipe_arguments",
     "build_model",
+    "config_from",
     "dev_report",
     "fit",
     "head_tail",
@@ -360,35 +362,36 @@ def dev_report(
     }
 
 
+def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
+    """Every :class:`TrainConfig` knob but ``fold`` as an option of ``parser`` (same defaults)."""
+    defaults = TrainConfig()
+    for name in ("steps", "refine_steps", "batch_size", "max_len", "seed", "threads"):
+        flag = f"--{name.replace('_', '-')}"
+        parser.add_argument(flag, type=int, default=getattr(defaults, name))
+    for name in ("lr", "refine_lr", "target_fpr"):
+        flag = f"--{name.replace('_', '-')}"
+        parser.add_argument(flag, type=float, default=getattr(defaults, name))
+    parser.add_argument("--device", default=defaults.device, help="torch device (default cpu)")
+
+
+def config_from(args: argparse.Namespace) -> TrainConfig:
+    """The :class:`TrainConfig` of parsed options (see :func:`add_recipe_arguments`)."""
+    names = [f.name for f in fields(TrainConfig)]
+    return TrainConfig(**{name: getattr(args, name) for name in names if hasattr(args, name)})
+
+
 def main(argv: list[str] | None = None) -> int:
     """``_fit.py DATA OUT [--base DIR] [--device cuda] [--steps N] ...``: fit, save, report."""
     parser = argparse.ArgumentParser(prog="_fit.py", description="fine-tune shieldguard only")
     parser.add_argument("data", type=Path, help="prepared .jsonl.gz (the prepare command)")
     parser.add_argument("out", type=Path, help="folder for weights.pt and dev.json")
     parser.add_argument("--base", type=Path, required=True, help="MiniLM folder (config, weights)")
-    defaults = TrainConfig()
-    for name in ("steps", "refine_steps", "batch_size", "max_len", "seed", "threads"):
-        flag = f"--{name.replace('_', '-')}"
-        parser.add_argument(flag, type=int, default=getattr(defaults, name))
-    parser.add_argument("--lr", type=float, default=defaults.lr)
-    parser.add_argument("--refine-lr", type=float, default=defaults.refine_lr)
+    add_recipe_arguments(parser)
     parser.add_argument("--stage1", type=Path, default=None, help="stage-1 weights: refine only")
-    parser.add_argument("--device", default=defaults.device)
     parser.add_argument("--fold", default=None, help="recorded only: the data decides the fold")
     parser.add_argument("--half", action="store_true", help="save the weights as fp16")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    config = TrainConfig(
-        steps=args.steps,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        refine_steps=args.refine_steps,
-        refine_lr=args.refine_lr,
-        max_len=args.max_len,
-        seed=args.seed,
-        threads=args.threads,
-        fold=args.fold,
-        device=args.device,
-    )
+    config = config_from(args)
     try:
         parts = read_prepared(args.data)
     except (OSError, ValueError) as exc:
