@@ -48,6 +48,7 @@ __all__ = [
     "canonical",
     "canonical_bytes",
     "chain_hash",
+    "chain_hash_bytes",
     "verify_chain",
 ]
 
@@ -75,7 +76,12 @@ def canonical_bytes(body: Mapping[str, Any]) -> bytes:
 
 def chain_hash(prev_hash: str, body: str) -> str:
     """``sha256(prev_hash + body)`` as hex."""
-    return hashlib.sha256((prev_hash + body).encode("utf-8", "surrogatepass")).hexdigest()
+    return chain_hash_bytes(prev_hash, body.encode("utf-8", "surrogatepass"))
+
+
+def chain_hash_bytes(prev_hash: str, body: bytes) -> str:
+    """:func:`chain_hash` of a body already encoded (what the writer journals)."""
+    return hashlib.sha256(prev_hash.encode() + body).hexdigest()
 
 
 def _utc(posix: float) -> datetime:

@@ -42,7 +42,15 @@ from pathlib import Path
 
 from shieldbench.errors import StoreError
 
-__all__ = ["ENV_JOURNAL", "ENV_STATE_DIR", "Journal", "JournalLine", "journal_path"]
+__all__ = [
+    "ENV_JOURNAL",
+    "ENV_STATE_DIR",
+    "Journal",
+    "JournalLine",
+    "encode_line",
+    "journal_path",
+    "line_bytes",
+]
 
 _log = logging.getLogger("shieldbench.service.audit")
 ENV_JOURNAL = "SHIELDBENCH_AUDIT_JOURNAL"
@@ -75,8 +83,13 @@ class JournalLine:
 
 def encode_line(line: JournalLine) -> bytes:
     """The bytes of one line (lone surrogates kept, as the chain hashes them)."""
-    text = f"{line.seq}\t{line.prev_hash}\t{line.hash}\t{line.body}\n"
-    return text.encode("utf-8", "surrogatepass")
+    body = line.body.encode("utf-8", "surrogatepass")
+    return line_bytes(line.seq, line.prev_hash, line.hash, body)
+
+
+def line_bytes(seq: int, prev_hash: str, digest: str, body: bytes) -> bytes:
+    """:func:`encode_line` of a body already encoded (what the writer journals)."""
+    return b"%d\t%s\t%s\t%s\n" % (seq, prev_hash.encode(), digest.encode(), body)
 
 
 class Journal:

@@ -22,15 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import hashlib
 import logging
 import threading
 import time
 from typing import Any
 
 from shieldbench.errors import StoreError
-from shieldbench.service._audit import AuditStore, audit_row, canonical_bytes
-from shieldbench.service._journal import Journal, JournalLine
+from shieldbench.service._audit import AuditStore, audit_row, canonical_bytes, chain_hash_bytes
+from shieldbench.service._journal import Journal, JournalLine, line_bytes
 
 __all__ = ["AuditWriter"]
 
@@ -100,8 +99,8 @@ class AuditWriter:
             seq, prev = self._seq + 1, self._prev
             body["seq"] = seq  # the caller's no more (see above)
             data = canonical_bytes(body)
-            digest = hashlib.sha256(prev.encode() + data).hexdigest()
-            self.journal.write(b"%d\t%s\t%s\t%s\n" % (seq, prev.encode(), digest.encode(), data))
+            digest = chain_hash_bytes(prev, data)
+            self.journal.write(line_bytes(seq, prev, digest, data))
             if self.fsync_s == 0:
                 self.journal.sync()
             else:
