@@ -109,6 +109,8 @@ def test_bad_folder_and_threshold_are_config_errors(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError, match=r"no model\.onnx"):
         ShieldGuardDefense(tmp_path)
+    with pytest.raises(ConfigError, match=r"no model\.onnx"):
+        ShieldGuardDefense(str(tmp_path))  # a plain string path is a path too
     with pytest.raises(ConfigError, match="threshold"):
         ShieldGuardDefense(threshold=1.5)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -43,7 +44,7 @@ class ShieldGuardDefense:
 
     def __init__(
         self,
-        folder: Path | None = None,
+        folder: str | os.PathLike[str] | None = None,
         *,
         threshold: float | None = None,
         threads: int = 2,
@@ -53,7 +54,7 @@ class ShieldGuardDefense:
             raise ConfigError(f"shieldguard: threshold must be in [0, 1], got {threshold}")
         if threads < 1 or batch_size < 1:
             raise ConfigError("shieldguard: threads and batch_size must be at least 1")
-        folder = shipped_model_path() if folder is None else folder
+        folder = shipped_model_path() if folder is None else Path(folder)
         card_path = folder / "card.json"
         if not card_path.is_file() or not (folder / "model.onnx").is_file():
             raise ConfigError(f"shieldguard: {folder} has no model.onnx and card.json")
