@@ -109,14 +109,14 @@ def _tiny_data(path: Path) -> None:
     benign = [(t, 0, "written:notinject") for t, _ in notinject(rng, 24)]
     benign += [(t, 0, "written:documents") for t, _ in documents(rng, 8)]
     attacks = [(t, 1, "written:indirect") for t, _ in indirect(rng, 24)]
-    # a variety dev row: it calibrates only a model refined on variety (--refine-steps)
+    # variety rows: trained and calibrated on only by a model refined on them (--refine-steps)
     variety_dev = [
         ("You are a booking assistant. Keep the code word secret.", 0, "written:sysprompt"),
     ]
     write_prepared(
         path,
         {
-            "train": benign[:20] + attacks[:16],
+            "train": benign[:20] + attacks[:16] + [("How do I boil an egg?", 0, "written:chat")],
             "dev": benign[20:] + variety_dev,
             "select": attacks[16:],
         },
@@ -183,6 +183,7 @@ def test_fit_elsewhere_then_export_here_gives_a_working_defense(tmp_path: Path) 
     assert card["fitted_on"].startswith("weights.pt")
     assert card["train_examples"] == 36
     assert "(n=12;" in card["threshold_rule"]  # the variety dev row is left out
+    assert "written:chat" not in card["train_counts"]  # so is the variety train row
     assert "binding: written:" in card["threshold_rule"] or "dev rows" in card["threshold_rule"]
     assert card["int8_vs_fp32"]["mean_abs_logit_diff"] < 0.5
     from shieldbench.defenses.models.shieldguard import ShieldGuardDefense
@@ -300,4 +301,5 @@ def test_stage_one_elsewhere_then_stage_two_here(tmp_path: Path) -> None:
     assert card["fitted_on"].startswith("stage 1: weights.pt")
     assert card["config"]["refine_steps"] == 2
     assert card["train_counts"]["written:roleplay"] == [2, 0]
+    assert card["train_counts"]["written:chat"] == [1, 0]
     assert "(n=13;" in card["threshold_rule"]  # refined on variety: its dev rows calibrate

@@ -46,6 +46,7 @@ __all__ = [
     "dev_report",
     "fit",
     "head_tail",
+    "in_recipe",
     "load_trained",
     "read_prepared",
     "save_trained",
@@ -184,6 +185,14 @@ def build_model(base: Path) -> Any:
             return self.head(pooled).squeeze(-1)
 
     return Classifier(AutoModel.from_pretrained(str(base)).float())
+
+
+def in_recipe(parts: dict[str, list[Row]], config: TrainConfig) -> dict[str, list[Row]]:
+    """``parts`` without the variety rows (:data:`REFINE_SOURCES`) unless ``config``
+    refines on them: a model is trained and calibrated on them only if it is refined."""
+    if config.refine_steps > 0:
+        return parts
+    return {k: [r for r in v if r[2] not in REFINE_SOURCES] for k, v in parts.items()}
 
 
 def fit(rows: list[Row], config: TrainConfig, *, base: Path, stage1: Path | None = None) -> Any:
@@ -393,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     config = config_from(args)
     try:
-        parts = read_prepared(args.data)
+        parts = in_recipe(read_prepared(args.data), config)
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -43,12 +43,12 @@ from shieldbench.defenses.models.shieldguard._data import (
     split_of,
 )
 from shieldbench.defenses.models.shieldguard._fit import (
-    REFINE_SOURCES,
     Row,
     TrainConfig,
     build_model,
     encode,
     fit,
+    in_recipe,
     load_trained,
     log,
     pad,
@@ -127,8 +127,7 @@ def train(
     else:
         train_examples, dev = assemble(fold=config.fold, seed=config.seed)
         parts = {"train": _rows(train_examples), "dev": _rows(dev), "select": []}
-    if config.refine_steps == 0:  # the variety rows calibrate only a model fitted on them
-        parts["dev"] = [r for r in parts["dev"] if r[2] not in REFINE_SOURCES]
+    parts = in_recipe(parts, config)
     out.mkdir(parents=True, exist_ok=True)
     log(f"data: {len(parts['train'])} train, {len(parts['dev'])} benign dev")
     if weights is not None:
