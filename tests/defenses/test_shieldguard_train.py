@@ -210,6 +210,7 @@ def test_train_cli_refuses_bad_inputs_with_exit_code_2(tmp_path: Path) -> None:
             "not both",
         ),
         (["--data", str(bad), "--refine-steps", "-1"], "--refine-steps >= 0"),
+        (["--data", str(bad), "--stage1-weights", str(bad)], "needs --refine-steps"),
         (["--data", str(tmp_path / "missing.gz")], "no such file"),
         (["--data", str(bad), "--target-fpr", "0.7"], "--target-fpr must be in (0, 0.5)"),
         (["--data", str(bad)], "bad.jsonl.gz:1: not a prepared example"),
@@ -230,8 +231,7 @@ def test_variety_is_seeded_benign_and_fitted_only_in_stage_two() -> None:
     assert [e.text for e in variety(seed=1)[0]] != [e.text for e in train]
     assert {e.label for e in train + dev} == {0}
     assert {e.source for e in train} == {e.source for e in dev} == REFINE_SOURCES
-    for name, (_, n_train, n_dev) in FAMILIES.items():
-        source = "installed:python-docs" if name == "pydocs" else f"written:{name}"
+    for source, (_, n_train, n_dev) in FAMILIES.items():
         assert sum(e.source == source for e in train) == n_train
         assert sum(e.source == source for e in dev) == n_dev
     assert all(e.text.strip() for e in train + dev)

@@ -81,6 +81,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {flag} {path}: no such file", file=sys.stderr)
             return 2
     config = config_from(args)
+    if args.stage1_weights is not None and config.refine_steps == 0:
+        print(
+            "error: --stage1-weights needs --refine-steps N > 0 (stage 2 is what runs here)",
+            file=sys.stderr,
+        )
+        return 2
     if not 0.0 < config.target_fpr < 0.5:
         print(f"error: --target-fpr must be in (0, 0.5), got {config.target_fpr}", file=sys.stderr)
         return 2

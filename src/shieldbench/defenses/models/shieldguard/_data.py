@@ -10,7 +10,8 @@ Three kinds of data (``DATACARD.md`` has counts and licences):
 - data written for shieldguard (:mod:`._written`) plus attacks mutated with the
   project's attack mutators (:mod:`._augment`);
 - benign variety (:mod:`._variety`: system prompts, role-play, everyday requests,
-  Python's own documentation), fitted only in the second training stage.
+  Python's own documentation), fitted only in the optional second training stage
+  (off by default: ``_fit.TrainConfig.refine_steps``).
 
 A *fold* (:data:`FOLDS`) names a group of shared sources to hold out entirely:
 training then skips all of their rows, the installed sources that overlap them
@@ -195,8 +196,7 @@ def variety(*, seed: int) -> tuple[list[Example], list[Example]]:
     rng = random.Random(seed + 2)
     train: list[Example] = []
     dev: list[Example] = []
-    for name, (generate, n_train, n_dev) in FAMILIES.items():
-        source = "installed:python-docs" if name == "pydocs" else f"written:{name}"
+    for source, (generate, n_train, n_dev) in FAMILIES.items():
         rows = [Example(text, 0, source) for text, _ in generate(rng, n_train + n_dev)]
         train.extend(rows[:n_train])
         dev.extend(rows[n_train:])

@@ -301,10 +301,10 @@ def python_docs(rng: random.Random, n: int) -> list[tuple[str, str]]:
     return [(p, "python_docs") for p in passages[:n]]
 
 
-# family name -> (generator, train count, dev count); all benign
+# source name -> (generator, train count, dev count); all benign
 FAMILIES = {
-    "sysprompt": (system_prompts, 1200, 150),
-    "roleplay": (roleplay, 800, 100),
-    "chat": (chat, 1200, 150),
-    "pydocs": (python_docs, 850, 100),
+    "written:sysprompt": (system_prompts, 1200, 150),
+    "written:roleplay": (roleplay, 800, 100),
+    "written:chat": (chat, 1200, 150),
+    "installed:python-docs": (python_docs, 850, 100),
 }
