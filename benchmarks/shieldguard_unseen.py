@@ -1,0 +1,156 @@
+"""False positives of shieldguard on benign text from sources it was never trained on.
+
+Leave-one-source-out (``shieldguard_eval.py``) holds out sources the project has;
+this benchmark adds benign sources that no shieldguard recipe ever reads, so a
+model cannot have been chosen on them:
+
+- ``pypi-readmes``: passages (40-400 words) of the long descriptions of every
+  distribution installed next to shieldbench (``importlib.metadata``): READMEs and
+  change logs, full of install commands, code, imperatives and API names;
+- ``debian-docs``: passages of the ``README`` and ``copyright`` files under
+  ``/usr/share/doc`` (licence texts: "you must not ...", "permission is granted ...");
+- ``written:sysprompt`` / ``written:roleplay`` / ``written:chat``: the stage-2
+  variety families (``_variety``), which the shipped recipe does not train on.
+  Written by the project after the first LOSO run, so a weaker witness than the
+  two above.
+
+Passages are de-duplicated and sampled (seeded) up to ``--per-set`` per source; what
+is installed decides the real sources, so the run prints their counts and a hash of
+the texts: compare two models only on the same hash. Every defense in ``--defenses``
+and each ``--model DIR`` (default: the shipped model) is measured on the same rows,
+and McNemar compares the first two models on them.
+
+Run: ``python benchmarks/shieldguard_unseen.py [--model DIR ...] [--per-set 300]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import importlib.metadata
+import random
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from shieldbench.defenses import build_defense
+from shieldbench.defenses.models.shieldguard import ShieldGuardDefense, shipped_model_path
+from shieldbench.defenses.models.shieldguard._variety import FAMILIES
+from shieldbench.metrics import PairedTable, mcnemar_test, rate
+
+DOC_ROOT = Path("/usr/share/doc")
+
+
+def passages(text: str, *, low: int = 40, high: int = 400) -> list[str]:
+    """Consecutive paragraphs joined until at least ``low`` words; longer ones dropped."""
+    out: list[str] = []
+    chunk: list[str] = []
+    for para in (p.strip() for p in text.split("\n\n")):
+        if not para:
+            continue
+        chunk.append(para)
+        if sum(len(p.split()) for p in chunk) >= low:
+            joined = "\n\n".join(chunk)
+            if len(joined.split()) <= high:
+                out.append(joined)
+            chunk = []
+    return out
+
+
+def pypi_readmes() -> list[str]:
+    texts: list[str] = []
+    for dist in sorted(importlib.metadata.distributions(), key=lambda d: d.metadata["Name"] or ""):
+        name = (dist.metadata["Name"] or "").lower()
+        if name == "shieldbench":
+            continue
+        body = dist.metadata.get_payload()  # type: ignore[attr-defined]
+        if isinstance(body, str):
+            texts += passages(body)
+    return texts
+
+
+def debian_docs() -> list[str]:
+    texts: list[str] = []
+    for path in sorted(DOC_ROOT.glob("*/*")):
+        if not (path.name.startswith("README") or path.name == "copyright"):
+            continue
+        try:
+            raw = path.read_bytes()
+            if path.suffix == ".gz":
+                raw = gzip.decompress(raw)
+            texts += passages(raw.decode("utf-8"))
+        except (OSError, UnicodeDecodeError, EOFError, gzip.BadGzipFile):
+            continue
+    return texts
+
+
+def sources(per_set: int) -> dict[str, list[str]]:
+    out = {"pypi-readmes": pypi_readmes(), "debian-docs": debian_docs()}
+    for name, (generate, _, _) in FAMILIES.items():
+        out[name] = [t for t, _ in generate(random.Random(11), per_set)]
+    sampled: dict[str, list[str]] = {}
+    for name, texts in out.items():
+        unique = list(dict.fromkeys(texts))
+        random.Random(0).shuffle(unique)
+        print(f"{name}: {len(unique)} distinct passages", file=sys.stderr)
+        sampled[name] = unique[:per_set]
+    return sampled
+
+
+def blocked(defense: object, texts: list[str]) -> list[bool]:
+    check_batch = getattr(defense, "check_batch", None)
+    out: list[bool] = []
+    for i in range(0, len(texts), 64):
+        chunk = texts[i : i + 64]
+        verdicts = check_batch(chunk) if check_batch else [defense.check(t) for t in chunk]  # type: ignore[attr-defined]
+        out += [v.blocked for v in verdicts]
+    return out
+
+
+def _fmt(flags: Iterable[bool]) -> str:
+    values = list(flags)
+    r = rate(sum(values), len(values))
+    return "n/a" if r.value is None else f"{r.value:.3f} [{r.ci_low:.2f}, {r.ci_high:.2f}]"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", type=Path, action="append", default=None)
+    parser.add_argument("--per-set", type=int, default=300)
+    parser.add_argument("--defenses", default="pattern,recommended")
+    args = parser.parse_args(argv)
+    data = sources(args.per_set)
+    rows = [(name, t) for name, texts in data.items() for t in texts]
+    digest = hashlib.sha256("\x00".join(t for _, t in rows).encode()).hexdigest()[:12]
+    print(f"{len(rows)} benign rows, texts hash {digest}")
+    texts = [t for _, t in rows]
+    columns: dict[str, list[bool]] = {}
+    for model in args.model or [shipped_model_path()]:
+        columns[f"shieldguard:{model}"] = blocked(ShieldGuardDefense(model), texts)
+    for spec in filter(None, args.defenses.split(",")):
+        columns[spec] = blocked(build_defense(spec), texts)
+    head = ["defense", *data, "all"]
+    print("\nFPR (benign blocked), Wilson 95%, n per set:", {k: len(v) for k, v in data.items()})
+    print("\n| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+    for name, column in columns.items():
+        cells = [
+            _fmt(b for (s, _), b in zip(rows, column, strict=True) if s == src) for src in data
+        ]
+        print("| " + " | ".join([name, *cells, _fmt(column)]) + " |")
+    models = [k for k in columns if k.startswith("shieldguard:")]
+    if len(models) >= 2:
+        a, b = columns[models[0]], columns[models[1]]
+        only_a = sum(x and not y for x, y in zip(a, b, strict=True))
+        only_b = sum(y and not x for x, y in zip(a, b, strict=True))
+        both = sum(x and y for x, y in zip(a, b, strict=True))
+        test = mcnemar_test(PairedTable(len(a) - only_a - only_b - both, only_b, only_a, both))
+        print(
+            f"\nMcNemar, {models[1]} vs {models[0]} (correct = not blocked): "
+            f"{only_a} rows only the first blocks, {only_b} only the second; p = {test.p_value:.3g}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
