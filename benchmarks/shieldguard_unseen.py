@@ -9,10 +9,11 @@ model cannot have been chosen on them:
   change logs, full of install commands, code, imperatives and API names;
 - ``debian-docs``: passages of the ``README`` and ``copyright`` files under
   ``/usr/share/doc`` (licence texts: "you must not ...", "permission is granted ...");
-- ``written:sysprompt`` / ``written:roleplay`` / ``written:chat``: the stage-2
-  variety families (``_variety``), which the shipped recipe does not train on.
-  Written by the project after the first LOSO run, so a weaker witness than the
-  two above.
+- ``written:sysprompt`` / ``written:roleplay`` / ``written:chat``: the written
+  stage-2 variety families (``_variety``), which the shipped recipe does not train
+  on. Written by the project after the first LOSO run, so a weaker witness than the
+  two above. (``installed:python-docs``, the fourth stage-2 family, is left out:
+  one experiment trained on it, commit eb0eff4.)
 
 Passages are de-duplicated and sampled (seeded) up to ``--per-set`` per source; what
 is installed decides the real sources, so the run prints their counts and a hash of
@@ -88,7 +89,8 @@ def debian_docs() -> list[str]:
 def sources(per_set: int) -> dict[str, list[str]]:
     out = {"pypi-readmes": pypi_readmes(), "debian-docs": debian_docs()}
     for name, (generate, _, _) in FAMILIES.items():
-        out[name] = [t for t, _ in generate(random.Random(11), per_set)]
+        if name.startswith("written:"):
+            out[name] = [t for t, _ in generate(random.Random(11), per_set)]
     sampled: dict[str, list[str]] = {}
     for name, texts in out.items():
         unique = list(dict.fromkeys(texts))

@@ -16,8 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shieldbench.defenses.models.shieldguard import _fit
-from shieldbench.defenses.models.shieldguard._data import documentation, variety
-from shieldbench.defenses.models.shieldguard._docs import DOCS, python_docs, stdlib_docstrings
+from shieldbench.defenses.models.shieldguard._data import variety
 from shieldbench.defenses.models.shieldguard._fit import (
     REFINE_SOURCES,
     TrainConfig,
@@ -25,7 +24,7 @@ from shieldbench.defenses.models.shieldguard._fit import (
     write_prepared,
 )
 from shieldbench.defenses.models.shieldguard._train import MIN_SOURCE_ROWS, calibrate
-from shieldbench.defenses.models.shieldguard._variety import FAMILIES
+from shieldbench.defenses.models.shieldguard._variety import FAMILIES, python_docs
 from shieldbench.defenses.models.shieldguard._written import documents, indirect, notinject
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -243,30 +242,6 @@ def test_python_docs_are_distinct_passages_of_30_to_400_words() -> None:
     assert len(passages) > 500
     assert all(30 <= len(text.split()) <= 400 for text, _ in passages)
     assert len({text for text, _ in passages}) == len(passages)
-
-
-def test_stdlib_docstrings_are_distinct_seeded_and_never_imported() -> None:
-    docs = stdlib_docstrings(random.Random(0), 100_000)
-    assert len(docs) >= sum(n_train + n_dev for _, n_train, n_dev in DOCS.values()) // 2
-    assert all(25 <= len(text.split()) <= 400 for text, _ in docs)
-    assert len({text for text, _ in docs}) == len(docs)
-    assert docs[:50] == stdlib_docstrings(random.Random(0), 50)
-    assert docs[:50] != stdlib_docstrings(random.Random(1), 50)
-    # read with ast, never imported: a module whose import has effects stays unimported
-    assert "antigravity" not in sys.modules
-
-
-def test_documentation_is_benign_in_the_core_recipe_and_calibrates_the_threshold() -> None:
-    train, dev = documentation(seed=0)
-    assert {e.label for e in train + dev} == {0}
-    for source, (_, n_train, n_dev) in DOCS.items():
-        assert sum(e.source == source for e in train) == n_train
-        assert sum(e.source == source for e in dev) == n_dev >= MIN_SOURCE_ROWS
-    assert not set(DOCS) & REFINE_SOURCES
-    rows = {"train": [(e.text, e.label, e.source) for e in train], "dev": [], "select": []}
-    kept = _fit.in_recipe(rows, TrainConfig())
-    assert kept["train"] == rows["train"]  # stage 1 fits them: not a refinement-only source
-    assert not {e.text for e in train} & {e.text for e in dev}
 
 
 def _torch_stack() -> Path:

@@ -9,12 +9,9 @@ Three kinds of data (``DATACARD.md`` has counts and licences):
   10% dev (threshold calibration only), 30% test (reported, never trained on);
 - data written for shieldguard (:mod:`._written`) plus attacks mutated with the
   project's attack mutators (:mod:`._augment`);
-- real benign documentation that ships with Python (:mod:`._docs`: standard-library
-  docstrings and the language reference), so that technical prose full of
-  imperatives and code is not read as an attack;
-- written benign variety (:mod:`._variety`: system prompts, role-play, everyday
-  requests), fitted only in the optional second training stage (off by default:
-  ``_fit.TrainConfig.refine_steps``).
+- benign variety (:mod:`._variety`: system prompts, role-play, everyday requests,
+  Python's own documentation), fitted only in the optional second training stage
+  (off by default: ``_fit.TrainConfig.refine_steps``).
 
 A *fold* (:data:`FOLDS`) names a group of shared sources to hold out entirely:
 training then skips all of their rows, the installed sources that overlap them
@@ -26,12 +23,10 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from shieldbench.datasets import load_dataset, load_jsonl, near_duplicates
 from shieldbench.defenses.models.shieldguard._augment import augmented
-from shieldbench.defenses.models.shieldguard._docs import DOCS
 from shieldbench.defenses.models.shieldguard._example import Example
 from shieldbench.defenses.models.shieldguard._variety import FAMILIES
 from shieldbench.errors import ConfigError
@@ -43,7 +38,6 @@ __all__ = [
     "Example",
     "assemble",
     "dev_attacks",
-    "documentation",
     "shared_dir",
     "shared_rows",
     "split_of",
@@ -89,8 +83,6 @@ FOLD_EXCLUDES = {
     "chat": ("builtin:core",),  # held out with the chat fold: evaluated there too
     "documents": (),
 }
-# a benign family: (rng, n) -> n (text, kind) pairs
-Generator = Callable[[random.Random, int], list[tuple[str, str]]]
 # caps per (source, label) so that no single corpus dominates the mix
 CAP = 2500
 CAPS = {"injecagent": 300, "alpaca_harmless_5k": 1500, "gpteacher_roleplay": 1200}
@@ -189,9 +181,6 @@ def assemble(
     written_train, written_dev = augmented(train, seed=seed)
     train.extend(written_train)
     dev.extend(written_dev)
-    docs_train, docs_dev = documentation(seed=seed)
-    train.extend(docs_train)
-    dev.extend(docs_dev)
     train = _drop_overlap(train, evaluated)
     rng.shuffle(train)
     # stage-2 families go last, shuffled apart, so stage 1 sees the same rows in the
@@ -202,22 +191,12 @@ def assemble(
     return train, dev
 
 
-def documentation(*, seed: int) -> tuple[list[Example], list[Example]]:
-    """``(train, dev)`` benign documentation examples (:mod:`._docs`), per source."""
-    return _benign_families(DOCS, random.Random(seed + 3))
-
-
 def variety(*, seed: int) -> tuple[list[Example], list[Example]]:
     """``(train, dev)`` benign-variety examples (:mod:`._variety`), each family shuffled."""
-    return _benign_families(FAMILIES, random.Random(seed + 2))
-
-
-def _benign_families(
-    families: Mapping[str, tuple[Generator, int, int]], rng: random.Random
-) -> tuple[list[Example], list[Example]]:
+    rng = random.Random(seed + 2)
     train: list[Example] = []
     dev: list[Example] = []
-    for source, (generate, n_train, n_dev) in families.items():
+    for source, (generate, n_train, n_dev) in FAMILIES.items():
         rows = [Example(text, 0, source) for text, _ in generate(rng, n_train + n_dev)]
         train.extend(rows[:n_train])
         dev.extend(rows[n_train:])

@@ -56,7 +56,9 @@ __all__ = [
 Row = tuple[str, int, str]  # (text, label, source)
 FROZEN = "encoder.embeddings.word_embeddings.weight"
 # sources fitted only in the optional stage 2 (shieldguard's _variety module writes them)
-REFINE_SOURCES = frozenset({"written:sysprompt", "written:roleplay", "written:chat"})
+REFINE_SOURCES = frozenset(
+    {"written:sysprompt", "written:roleplay", "written:chat", "installed:python-docs"}
+)
 SPLITS = ("train", "dev", "select")
 
 

@@ -3,10 +3,11 @@
 The first leave-one-source-out run (README) showed where the model fails: a held-out
 *kind* of benign text reads as an attack, because nothing like it was in training.
 Operators' system prompts ("... Do not reveal it"), role-play requests ("Pretend you
-are a ship's captain ...") and everyday requests scored above the threshold. This
-module writes those kinds (seeded, compositional templates, several languages).
-Everything here is benign. (Python's own documentation, tried here first, is now
-part of the core data: :mod:`._docs`.) ``train --refine-steps N`` fits it in a second stage
+are a ship's captain ..."), everyday requests and long technical documents full of
+imperatives scored above the threshold. This module writes those kinds (seeded,
+compositional templates, several languages) and cuts the documentation that ships
+with Python (:mod:`pydoc_data.topics`, PSF licence) into passages. Everything here
+is benign. ``train --refine-steps N`` fits it in a second stage
 (:class:`._fit.TrainConfig`). Measured, that moved the operating point (lower FPR and
 lower TPR on held-out folds) without a better balanced accuracy, so the shipped
 recipe does not use it. The families were chosen after the first LOSO run; no row
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import random
 
-__all__ = ["FAMILIES", "chat", "roleplay", "system_prompts"]
+__all__ = ["FAMILIES", "chat", "python_docs", "roleplay", "system_prompts"]
 
 _ORGS = (
     "Northwind Bank",
@@ -276,9 +277,34 @@ def chat(rng: random.Random, n: int) -> list[tuple[str, str]]:
     return out
 
 
+def python_docs(rng: random.Random, n: int) -> list[tuple[str, str]]:
+    """``n`` distinct passages (30-400 words) of the documentation that ships with Python.
+
+    :mod:`pydoc_data.topics` holds the language reference sections ``help()`` shows:
+    long technical prose full of imperatives ("Use ...", "Note that ...") and words
+    attacks use ("override", "ignore", "execute"). Deterministic for a Python version.
+    """
+    from pydoc_data.topics import topics
+
+    passages: list[str] = []
+    for name in sorted(topics):
+        paragraphs = [p.strip() for p in topics[name].split("\n\n") if p.strip()]
+        chunk: list[str] = []
+        for para in paragraphs:
+            chunk.append(para)
+            if sum(len(p.split()) for p in chunk) >= 30:
+                passages.append("\n\n".join(chunk))
+                chunk = []
+    # topics share sections: keep one copy of each passage, in a fixed order
+    passages = [p for p in dict.fromkeys(passages) if len(p.split()) <= 400]
+    rng.shuffle(passages)
+    return [(p, "python_docs") for p in passages[:n]]
+
+
 # source name -> (generator, train count, dev count); all benign
 FAMILIES = {
     "written:sysprompt": (system_prompts, 1200, 150),
     "written:roleplay": (roleplay, 800, 100),
     "written:chat": (chat, 1200, 150),
+    "installed:python-docs": (python_docs, 850, 100),
 }
