@@ -39,6 +39,7 @@ from shieldbench.defenses import build_defense
 from shieldbench.defenses.models.shieldguard import ShieldGuardDefense, shipped_model_path
 from shieldbench.defenses.models.shieldguard._variety import FAMILIES
 from shieldbench.metrics import PairedTable, mcnemar_test, rate
+from shieldguard_eval import _blocked  # the same batching as the LOSO benchmark
 
 DOC_ROOT = Path("/usr/share/doc")
 
@@ -100,16 +101,6 @@ def sources(per_set: int) -> dict[str, list[str]]:
     return sampled
 
 
-def blocked(defense: object, texts: list[str]) -> list[bool]:
-    check_batch = getattr(defense, "check_batch", None)
-    out: list[bool] = []
-    for i in range(0, len(texts), 64):
-        chunk = texts[i : i + 64]
-        verdicts = check_batch(chunk) if check_batch else [defense.check(t) for t in chunk]  # type: ignore[attr-defined]
-        out += [v.blocked for v in verdicts]
-    return out
-
-
 def _fmt(flags: Iterable[bool]) -> str:
     values = list(flags)
     r = rate(sum(values), len(values))
@@ -129,9 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     texts = [t for _, t in rows]
     columns: dict[str, list[bool]] = {}
     for model in args.model or [shipped_model_path()]:
-        columns[f"shieldguard:{model}"] = blocked(ShieldGuardDefense(model), texts)
+        columns[f"shieldguard:{model}"] = _blocked(ShieldGuardDefense(model), texts)[0]
     for spec in filter(None, args.defenses.split(",")):
-        columns[spec] = blocked(build_defense(spec), texts)
+        columns[spec] = _blocked(build_defense(spec), texts)[0]
     head = ["defense", *data, "all"]
     print("\nFPR (benign blocked), Wilson 95%, n per set:", {k: len(v) for k, v in data.items()})
     print("\n| " + " | ".join(head) + " |\n|" + "---|" * len(head))
