@@ -160,16 +160,21 @@ def _cells(measured: dict[str, Any]) -> dict[str, dict[str, tuple[int, int]]]:
     return cells
 
 
-def mcnemar(measured: dict[str, Any]) -> McNemarResult:
-    old, new = measured["blocked"]["recommended"], measured["blocked"]["recommended-next"]
+def paired(labels: Sequence[int], old: Sequence[Any], new: Sequence[Any]) -> PairedTable:
+    """Rows where each verdict column is correct (blocked == attack): ``only_a`` is old."""
     both = only_old = only_new = neither = 0
-    for (_, label), a, b in zip(measured["rows"], old, new, strict=True):
+    for label, a, b in zip(labels, old, new, strict=True):
         ok_old, ok_new = bool(a) == bool(label), bool(b) == bool(label)
         both += ok_old and ok_new
         only_old += ok_old and not ok_new
         only_new += ok_new and not ok_old
         neither += not ok_old and not ok_new
-    return mcnemar_test(PairedTable(both, only_old, only_new, neither))
+    return PairedTable(both, only_old, only_new, neither)
+
+
+def mcnemar(measured: dict[str, Any]) -> McNemarResult:
+    old, new = measured["blocked"]["recommended"], measured["blocked"]["recommended-next"]
+    return mcnemar_test(paired([label for _, label in measured["rows"]], old, new))
 
 
 def _fmt(k: int, n: int) -> str:

@@ -37,27 +37,11 @@ from pathlib import Path
 
 from shieldbench.defenses import build_defense
 from shieldbench.defenses.models.shieldguard import ShieldGuardDefense, shipped_model_path
-from shieldbench.defenses.models.shieldguard._variety import FAMILIES
-from shieldbench.metrics import PairedTable, mcnemar_test, rate
-from shieldguard_eval import _blocked  # the same batching as the LOSO benchmark
+from shieldbench.defenses.models.shieldguard._variety import FAMILIES, passages
+from shieldbench.metrics import mcnemar_test, rate
+from shieldguard_eval import _blocked, paired  # the LOSO benchmark's batching and pairing
 
 DOC_ROOT = Path("/usr/share/doc")
-
-
-def passages(text: str, *, low: int = 40, high: int = 400) -> list[str]:
-    """Consecutive paragraphs joined until at least ``low`` words; longer ones dropped."""
-    out: list[str] = []
-    chunk: list[str] = []
-    for para in (p.strip() for p in text.split("\n\n")):
-        if not para:
-            continue
-        chunk.append(para)
-        if sum(len(p.split()) for p in chunk) >= low:
-            joined = "\n\n".join(chunk)
-            if len(joined.split()) <= high:
-                out.append(joined)
-            chunk = []
-    return out
 
 
 def pypi_readmes() -> list[str]:
@@ -68,7 +52,7 @@ def pypi_readmes() -> list[str]:
             continue
         body = dist.metadata.get_payload()  # type: ignore[attr-defined]
         if isinstance(body, str):
-            texts += passages(body)
+            texts += passages(body, low=40, high=400)
     return texts
 
 
@@ -81,7 +65,7 @@ def debian_docs() -> list[str]:
             raw = path.read_bytes()
             if path.suffix == ".gz":
                 raw = gzip.decompress(raw)
-            texts += passages(raw.decode("utf-8"))
+            texts += passages(raw.decode("utf-8"), low=40, high=400)
         except (OSError, UnicodeDecodeError, EOFError, gzip.BadGzipFile):
             continue
     return texts
@@ -133,14 +117,12 @@ def main(argv: list[str] | None = None) -> int:
         print("| " + " | ".join([name, *cells, _fmt(column)]) + " |")
     models = [k for k in columns if k.startswith("shieldguard:")]
     if len(models) >= 2:
-        a, b = columns[models[0]], columns[models[1]]
-        only_a = sum(x and not y for x, y in zip(a, b, strict=True))
-        only_b = sum(y and not x for x, y in zip(a, b, strict=True))
-        both = sum(x and y for x, y in zip(a, b, strict=True))
-        test = mcnemar_test(PairedTable(len(a) - only_a - only_b - both, only_b, only_a, both))
+        table = paired([0] * len(rows), columns[models[0]], columns[models[1]])
+        test = mcnemar_test(table)
         print(
             f"\nMcNemar, {models[1]} vs {models[0]} (correct = not blocked): "
-            f"{only_a} rows only the first blocks, {only_b} only the second; p = {test.p_value:.3g}"
+            f"{table.only_b} rows only the first blocks, {table.only_a} only the second;"
+            f" p = {test.p_value:.3g}"
         )
     return 0
 

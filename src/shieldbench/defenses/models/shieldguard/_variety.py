@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import random
 
-__all__ = ["FAMILIES", "chat", "python_docs", "roleplay", "system_prompts"]
+__all__ = ["FAMILIES", "chat", "passages", "python_docs", "roleplay", "system_prompts"]
 
 _ORGS = (
     "Northwind Bank",
@@ -277,6 +277,28 @@ def chat(rng: random.Random, n: int) -> list[tuple[str, str]]:
     return out
 
 
+def passages(text: str, *, low: int, high: int) -> list[str]:
+    r"""Consecutive paragraphs of ``text`` joined until they hold at least ``low`` words.
+
+    A passage of more than ``high`` words is dropped; a short tail is dropped too.
+
+    >>> passages("one two\n\nthree four five\n\nsix", low=3, high=10)
+    ['one two\n\nthree four five']
+    """
+    out: list[str] = []
+    chunk: list[str] = []
+    for para in (p.strip() for p in text.split("\n\n")):
+        if not para:
+            continue
+        chunk.append(para)
+        if sum(len(p.split()) for p in chunk) >= low:
+            joined = "\n\n".join(chunk)
+            if len(joined.split()) <= high:
+                out.append(joined)
+            chunk = []
+    return out
+
+
 def python_docs(rng: random.Random, n: int) -> list[tuple[str, str]]:
     """``n`` distinct passages (30-400 words) of the documentation that ships with Python.
 
@@ -286,19 +308,11 @@ def python_docs(rng: random.Random, n: int) -> list[tuple[str, str]]:
     """
     from pydoc_data.topics import topics
 
-    passages: list[str] = []
-    for name in sorted(topics):
-        paragraphs = [p.strip() for p in topics[name].split("\n\n") if p.strip()]
-        chunk: list[str] = []
-        for para in paragraphs:
-            chunk.append(para)
-            if sum(len(p.split()) for p in chunk) >= 30:
-                passages.append("\n\n".join(chunk))
-                chunk = []
+    found = [p for name in sorted(topics) for p in passages(topics[name], low=30, high=400)]
     # topics share sections: keep one copy of each passage, in a fixed order
-    passages = [p for p in dict.fromkeys(passages) if len(p.split()) <= 400]
-    rng.shuffle(passages)
-    return [(p, "python_docs") for p in passages[:n]]
+    unique = list(dict.fromkeys(found))
+    rng.shuffle(unique)
+    return [(p, "python_docs") for p in unique[:n]]
 
 
 # source name -> (generator, train count, dev count); all benign
