@@ -9,9 +9,11 @@ on selection rows, with the figures to quote measured on other rows afterwards.
   the fold's model (trained without those sources), so every part is scored on
   sources it never saw. Sets with no rows left (giskard, GPTFuzz, BIPIA's attacks,
   AgentDojo) are reported but cannot be selected on.
-- **Candidates** (:data:`CANDIDATES`) were written down before any was scored.
-  Each is a function of the parts' verdicts and scores, so one pass per part
-  scores them all; the registered spec each stands for is printed next to it.
+- **Candidates** (:data:`CANDIDATES`) were written down before any was scored
+  (round 2, shieldguard at a threshold set on PyPI READMEs, after round 1's
+  report). Each is a function of the parts' verdicts and scores, so one pass per
+  part scores them all; each name is the spec it stands for (``@readmes``: at
+  :func:`readme_threshold`).
 - **Criterion**: balanced accuracy, the mean of the pooled TPR over the selection
   attacks and of the mean benign accuracy (1 - FPR) over the selection benign sets;
   the README judges the stage-2 experiment the same way.
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import random
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -35,12 +38,15 @@ from typing import Any
 from shieldbench.defenses import build_defense
 from shieldbench.defenses.models.shieldguard import ShieldGuardDefense, shipped_model_path
 from shieldbench.defenses.models.shieldguard._data import FOLDS
+from shieldbench.defenses.models.shieldguard._train import calibrate
 from shieldbench.metrics import compare_auc, mcnemar_test, rate, roc_auc
 from shieldguard_eval import Row, _sample, fold_rows, paired, test_rows
+from shieldguard_unseen import pypi_readmes
 from shieldguard_unseen import sources as unseen_sources
 
 Parts = dict[str, dict[str, list[Any]]]  # part -> {"blocked": [...], "score": [...]}
 PARTS = ("pattern", "embedding-lr", "topic-shift")
+SG = "shieldguard"
 SCORED = ("shieldguard", "embedding-lr")  # the two parts whose scores ``fuse`` averages
 
 
@@ -78,6 +84,17 @@ CANDIDATES: list[Candidate] = [
         (f"any(pattern, fuse(shieldguard, embedding-lr, threshold={t:g}))", _fuse_rule(t))
         for t in (0.5, 0.6, 0.7, 0.8, 0.9)
     ),
+    # Round 2, written after round 1's report: shieldguard at a threshold set on a
+    # benign source kept out of training (PyPI READMEs, 2% FPR) instead of its card's.
+    ("any(pattern, shieldguard@readmes)", lambda p: _any(_b(p, "pattern"), _b(p, f"{SG}@readmes"))),
+    (
+        "any(pattern, embedding-lr, shieldguard@readmes)",
+        lambda p: _any(_b(p, "pattern"), _b(p, "embedding-lr"), _b(p, f"{SG}@readmes")),
+    ),
+    (
+        "any(pattern, embedding-lr, topic-shift, shieldguard@readmes)",
+        lambda p: _any(*(_b(p, n) for n in (*PARTS, f"{SG}@readmes"))),
+    ),
 ]
 
 
@@ -85,11 +102,16 @@ def _digest(obj: object) -> str:
     return hashlib.sha256(json.dumps(obj).encode()).hexdigest()[:12]
 
 
-def part_scores(rows: Sequence[Row], model: Path, cache: Path) -> Parts:
-    """Verdicts and scores of every part (and shieldguard ``model``) on ``rows``, cached."""
+def part_scores(
+    rows: Sequence[Row], model: Path, cache: Path, *, names: Sequence[str] = (*PARTS, SG)
+) -> Parts:
+    """Verdicts and scores of every part (and shieldguard ``model``) on ``rows``, cached.
+
+    With shieldguard, also ``shieldguard@readmes``: its scores at :func:`readme_threshold`.
+    """
     texts = [r[1] for r in rows]
     out: Parts = {}
-    for name in (*PARTS, "shieldguard"):
+    for name in names:
         key = _digest([texts, name, str(model) if name == "shieldguard" else ""])
         path = cache / f"part-{name}-{key}.json"
         if path.is_file():
@@ -107,7 +129,23 @@ def part_scores(rows: Sequence[Row], model: Path, cache: Path) -> Parts:
         cache.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(column))
         out[name] = column
+    if SG in names and len(names) > 1:
+        cut = readme_threshold(model, cache)
+        out[f"{SG}@readmes"] = {"blocked": [s >= cut for s in out[SG]["score"]]}
     return out
+
+
+def readme_threshold(model: Path, cache: Path, *, target_fpr: float = 0.02) -> float:
+    """shieldguard's threshold for ``target_fpr`` on PyPI README passages no table reports.
+
+    A calibration-only benign source: no recipe trains on READMEs, and these are the
+    600 passages after the 300 that ``shieldguard_unseen`` reports (its seeded order).
+    """
+    texts = list(dict.fromkeys(pypi_readmes()))
+    random.Random(0).shuffle(texts)
+    rows = [("pypi-readmes:calibration", t, 0) for t in texts[300:900]]
+    scores = part_scores(rows, model, cache, names=(SG,))[SG]["score"]
+    return calibrate(scores, [r[0] for r in rows], target_fpr)[0]
 
 
 def selection_rows(fold: str, per_set: int, reported_per_set: int) -> list[Row]:
@@ -159,6 +197,8 @@ def select(args: argparse.Namespace) -> None:
     for fold in FOLDS:
         got_rows = selection_rows(fold, args.per_set, args.reported_per_set)
         got = part_scores(got_rows, args.folds / f"fold-{fold}", args.cache)
+        cut = readme_threshold(args.folds / f"fold-{fold}", args.cache)
+        rankings.append(f"{fold}: shieldguard@readmes threshold {cut:.4f}")
         if len({r[2] for r in got_rows}) == 2:  # scores of different models do not pool
             rankings.append(f"{fold} ({len(got_rows)} rows): {ranking(got_rows, got)}")
         rows += got_rows
