@@ -39,9 +39,9 @@ from shieldbench.defenses import build_defense
 from shieldbench.defenses.models.shieldguard import ShieldGuardDefense, shipped_model_path
 from shieldbench.defenses.models.shieldguard._data import FOLDS
 from shieldbench.defenses.models.shieldguard._train import calibrate
-from shieldbench.metrics import compare_auc, mcnemar_test, rate, roc_auc
+from shieldbench.metrics import compare_auc, mcnemar_test, roc_auc
 from shieldguard_eval import Row, _sample, fold_rows, paired, test_rows
-from shieldguard_unseen import pypi_readmes
+from shieldguard_unseen import _fmt, pypi_readmes  # a Wilson-interval cell
 from shieldguard_unseen import sources as unseen_sources
 
 Parts = dict[str, dict[str, list[Any]]]  # part -> {"blocked": [...], "score": [...]}
@@ -177,16 +177,11 @@ def balanced(
     return sum(known) / len(known), tpr, benign
 
 
-def _cell(flags: Sequence[bool]) -> str:
-    r = rate(sum(flags), len(flags))
-    return "n/a" if r.value is None else f"{r.value:.3f} [{r.ci_low:.2f}, {r.ci_high:.2f}]"
-
-
 def per_set(rows: Sequence[Row], blocked: Sequence[bool]) -> str:
     cells = []
     for key in dict.fromkeys((r[0], r[2]) for r in rows):
         flags = [b for r, b in zip(rows, blocked, strict=True) if (r[0], r[2]) == key]
-        cells.append(f"{key[0]}{'+' if key[1] else '-'} {_cell(flags)} n={len(flags)}")
+        cells.append(f"{key[0]}{'+' if key[1] else '-'} {_fmt(flags)} n={len(flags)}")
     return "; ".join(cells)
 
 
