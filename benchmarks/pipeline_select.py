@@ -27,6 +27,7 @@ Run: ``python benchmarks/pipeline_select.py --folds DIR --cache DIR [--report NA
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import random
@@ -135,15 +136,20 @@ def part_scores(
     return out
 
 
+@functools.cache
+def _readme_rows() -> list[Row]:
+    texts = list(dict.fromkeys(pypi_readmes()))
+    random.Random(0).shuffle(texts)
+    return [("pypi-readmes:calibration", t, 0) for t in texts[300:900]]
+
+
 def readme_threshold(model: Path, cache: Path, *, target_fpr: float = 0.02) -> float:
     """shieldguard's threshold for ``target_fpr`` on PyPI README passages no table reports.
 
     A calibration-only benign source: no recipe trains on READMEs, and these are the
     600 passages after the 300 that ``shieldguard_unseen`` reports (its seeded order).
     """
-    texts = list(dict.fromkeys(pypi_readmes()))
-    random.Random(0).shuffle(texts)
-    rows = [("pypi-readmes:calibration", t, 0) for t in texts[300:900]]
+    rows = _readme_rows()
     scores = part_scores(rows, model, cache, names=(SG,))[SG]["score"]
     return calibrate(scores, [r[0] for r in rows], target_fpr)[0]
 
