@@ -48,6 +48,7 @@ from shieldguard_unseen import sources as unseen_sources
 Parts = dict[str, dict[str, list[Any]]]  # part -> {"blocked": [...], "score": [...]}
 PARTS = ("pattern", "embedding-lr", "topic-shift")
 SG = "shieldguard"
+CALIBRATED = (SG, "embedding-lr", "topic-shift")  # each also at its ``@readmes`` threshold
 SCORED = ("shieldguard", "embedding-lr")  # the two parts whose scores ``fuse`` averages
 
 
@@ -96,6 +97,15 @@ CANDIDATES: list[Candidate] = [
         "any(pattern, embedding-lr, topic-shift, shieldguard@readmes)",
         lambda p: _any(*(_b(p, n) for n in (*PARTS, f"{SG}@readmes"))),
     ),
+    # Round 3, after round 2: recommended's own parts at thresholds set on the READMEs.
+    (
+        "any(pattern, embedding-lr, topic-shift@readmes)",
+        lambda p: _any(_b(p, "pattern"), _b(p, "embedding-lr"), _b(p, "topic-shift@readmes")),
+    ),
+    (
+        "any(pattern, embedding-lr@readmes, topic-shift@readmes)",
+        lambda p: _any(*(_b(p, n) for n in ("pattern", *(f"{x}@readmes" for x in PARTS[1:])))),
+    ),
 ]
 
 
@@ -130,9 +140,9 @@ def part_scores(
         cache.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(column))
         out[name] = column
-    if SG in names and len(names) > 1:
-        cut = readme_threshold(model, cache)
-        out[f"{SG}@readmes"] = {"blocked": [s >= cut for s in out[SG]["score"]]}
+    for name in [n for n in CALIBRATED if n in out] if len(names) > 1 else []:
+        cut = readme_threshold(model, cache, part=name)
+        out[f"{name}@readmes"] = {"blocked": [s >= cut for s in out[name]["score"]]}
     return out
 
 
@@ -143,14 +153,16 @@ def _readme_rows() -> list[Row]:
     return [("pypi-readmes:calibration", t, 0) for t in texts[300:900]]
 
 
-def readme_threshold(model: Path, cache: Path, *, target_fpr: float = 0.02) -> float:
-    """shieldguard's threshold for ``target_fpr`` on PyPI README passages no table reports.
+def readme_threshold(
+    model: Path, cache: Path, *, part: str = SG, target_fpr: float = 0.02
+) -> float:
+    """A part's threshold for ``target_fpr`` on PyPI README passages no table reports.
 
     A calibration-only benign source: no recipe trains on READMEs, and these are the
     600 passages after the 300 that ``shieldguard_unseen`` reports (its seeded order).
     """
     rows = _readme_rows()
-    scores = part_scores(rows, model, cache, names=(SG,))[SG]["score"]
+    scores = part_scores(rows, model, cache, names=(part,))[part]["score"]
     return calibrate(scores, [r[0] for r in rows], target_fpr)[0]
 
 
@@ -198,8 +210,12 @@ def select(args: argparse.Namespace) -> None:
     for fold in FOLDS:
         got_rows = selection_rows(fold, args.per_set, args.reported_per_set)
         got = part_scores(got_rows, args.folds / f"fold-{fold}", args.cache)
-        cut = readme_threshold(args.folds / f"fold-{fold}", args.cache)
-        rankings.append(f"{fold}: shieldguard@readmes threshold {cut:.4f}")
+        cuts = {
+            n: readme_threshold(args.folds / f"fold-{fold}", args.cache, part=n) for n in CALIBRATED
+        }
+        rankings.append(
+            f"{fold}: @readmes thresholds " + ", ".join(f"{n} {c:.4f}" for n, c in cuts.items())
+        )
         if len({r[2] for r in got_rows}) == 2:  # scores of different models do not pool
             rankings.append(f"{fold} ({len(got_rows)} rows): {ranking(got_rows, got)}")
         rows += got_rows
