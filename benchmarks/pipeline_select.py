@@ -11,7 +11,8 @@ on selection rows, with the figures to quote measured on other rows afterwards.
   AgentDojo) are reported but cannot be selected on.
 - **Candidates** (:data:`CANDIDATES`) were written down before any was scored
   (round 2, shieldguard at a threshold set on PyPI READMEs, after round 1's
-  report). Each is a function of the parts' verdicts and scores, so one pass per
+  report; round 3, ``embedding-lr`` and ``topic-shift`` set the same way, after
+  round 2). Each is a function of the parts' verdicts and scores, so one pass per
   part scores them all; each name is the spec it stands for (``@readmes``: at
   :func:`readme_threshold`).
 - **Criterion**: balanced accuracy, the mean of the pooled TPR over the selection
