@@ -42,7 +42,7 @@ from shieldbench.defenses.models.shieldguard import ShieldGuardDefense, shipped_
 from shieldbench.defenses.models.shieldguard._data import FOLDS
 from shieldbench.defenses.models.shieldguard._train import calibrate
 from shieldbench.metrics import compare_auc, mcnemar_test, roc_auc
-from shieldguard_eval import Row, _sample, fold_rows, paired, test_rows
+from shieldguard_eval import Row, _sample, fold_rows, paired, test_rows, verdicts
 from shieldguard_unseen import _fmt, pypi_readmes  # a Wilson-interval cell
 from shieldguard_unseen import sources as unseen_sources
 
@@ -50,7 +50,7 @@ Parts = dict[str, dict[str, list[Any]]]  # part -> {"blocked": [...], "score": [
 PARTS = ("pattern", "embedding-lr", "topic-shift")
 SG = "shieldguard"
 CALIBRATED = (SG, "embedding-lr", "topic-shift")  # each also at its ``@readmes`` threshold
-SCORED = ("shieldguard", "embedding-lr")  # the two parts whose scores ``fuse`` averages
+SCORED = (SG, "embedding-lr")  # the two parts whose scores ``fuse`` averages
 
 
 def _any(*columns: Sequence[bool]) -> list[bool]:
@@ -115,35 +115,37 @@ def _digest(obj: object) -> str:
 
 
 def part_scores(
-    rows: Sequence[Row], model: Path, cache: Path, *, names: Sequence[str] = (*PARTS, SG)
+    rows: Sequence[Row],
+    model: Path,
+    cache: Path,
+    *,
+    names: Sequence[str] = (*PARTS, SG),
+    derive: bool = True,
 ) -> Parts:
     """Verdicts and scores of every part (and shieldguard ``model``) on ``rows``, cached.
 
-    With shieldguard, also ``shieldguard@readmes``: its scores at :func:`readme_threshold`.
+    With ``derive``, each part of :data:`CALIBRATED` also gets a ``NAME@readmes`` column:
+    blocked at :func:`readme_threshold`, which it holds as ``"threshold": [cut]``.
     """
     texts = [r[1] for r in rows]
     out: Parts = {}
     for name in names:
-        key = _digest([texts, name, str(model) if name == "shieldguard" else ""])
+        key = _digest([texts, name, str(model) if name == SG else ""])
         path = cache / f"part-{name}-{key}.json"
         if path.is_file():
             out[name] = json.loads(path.read_text())
             continue
-        defense = ShieldGuardDefense(model) if name == "shieldguard" else build_defense(name)
-        column: dict[str, list[Any]] = {"blocked": [], "score": []}
-        batch = getattr(defense, "check_batch", None)
-        for i in range(0, len(texts), 64):
-            chunk = texts[i : i + 64]
-            for v in batch(chunk) if batch else [defense.check(t) for t in chunk]:
-                column["blocked"].append(bool(v.blocked))
-                column["score"].append(v.score)
+        defense = ShieldGuardDefense(model) if name == SG else build_defense(name)
+        got = verdicts(defense, texts)[0]
+        column = {"blocked": [bool(v.blocked) for v in got], "score": [v.score for v in got]}
         print(f"  {name}: {len(texts)} texts", file=sys.stderr, flush=True)
         cache.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(column))
         out[name] = column
-    for name in [n for n in CALIBRATED if n in out] if len(names) > 1 else []:
+    for name in [n for n in CALIBRATED if n in out] if derive else []:
         cut = readme_threshold(model, cache, part=name)
-        out[f"{name}@readmes"] = {"blocked": [s >= cut for s in out[name]["score"]]}
+        blocked = [s >= cut for s in out[name]["score"]]
+        out[f"{name}@readmes"] = {"blocked": blocked, "threshold": [cut]}
     return out
 
 
@@ -163,7 +165,7 @@ def readme_threshold(
     600 passages after the 300 that ``shieldguard_unseen`` reports (its seeded order).
     """
     rows = _readme_rows()
-    scores = part_scores(rows, model, cache, names=(part,))[part]["score"]
+    scores = part_scores(rows, model, cache, names=(part,), derive=False)[part]["score"]
     return calibrate(scores, [r[0] for r in rows], target_fpr)[0]
 
 
@@ -211,9 +213,7 @@ def select(args: argparse.Namespace) -> None:
     for fold in FOLDS:
         got_rows = selection_rows(fold, args.per_set, args.reported_per_set)
         got = part_scores(got_rows, args.folds / f"fold-{fold}", args.cache)
-        cuts = {
-            n: readme_threshold(args.folds / f"fold-{fold}", args.cache, part=n) for n in CALIBRATED
-        }
+        cuts = {n: got[f"{n}@readmes"]["threshold"][0] for n in CALIBRATED}
         rankings.append(
             f"{fold}: @readmes thresholds " + ", ".join(f"{n} {c:.4f}" for n, c in cuts.items())
         )

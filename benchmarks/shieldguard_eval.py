@@ -80,15 +80,20 @@ def test_rows(per_set: int) -> list[Row]:
     return rows
 
 
-def _blocked(defense: Any, texts: Sequence[str]) -> tuple[list[bool], float]:
+def verdicts(defense: Any, texts: Sequence[str]) -> tuple[list[Any], float]:
+    """Every text's verdict, 64 per ``check_batch`` call where the defense has one; seconds."""
     start = time.perf_counter()
-    out: list[bool] = []
+    out: list[Any] = []
     batch = getattr(defense, "check_batch", None)
     for i in range(0, len(texts), 64):
         chunk = list(texts[i : i + 64])
-        verdicts = batch(chunk) if batch else [defense.check(t) for t in chunk]
-        out += [v.blocked for v in verdicts]
+        out += batch(chunk) if batch else [defense.check(t) for t in chunk]
     return out, time.perf_counter() - start
+
+
+def _blocked(defense: Any, texts: Sequence[str]) -> tuple[list[bool], float]:
+    got, seconds = verdicts(defense, texts)
+    return [v.blocked for v in got], seconds
 
 
 def _subset(rows: list[Row], limit: int) -> list[int]:
