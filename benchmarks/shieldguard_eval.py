@@ -27,6 +27,8 @@ Protocol (stated in the README, section "shieldguard"):
   candidate and the current pipeline on every row of each protocol.
 
 Run: ``python benchmarks/shieldguard_eval.py --folds DIR [--per-set 200] [--json OUT]``.
+``--tables OUT`` prints the tables of a saved ``--json`` report again (no model is loaded):
+the per-source tables in the README are that output.
 """
 
 from __future__ import annotations
@@ -193,6 +195,9 @@ def markdown(measured: dict[str, Any], title: str) -> str:
     lines = [f"#### {title}"]
     for label, what in ((1, "TPR (attacks blocked)"), (0, "FPR (benign blocked)")):
         sets = [k.split("|")[0] for k in keys if k.endswith(f"|{label}")]
+        if not sets:
+            lines += ["", f"{what}: no rows with this label."]
+            continue
         head = ["defense", *sets, "pooled" if label else "max"]
         lines += [
             "",
@@ -220,6 +225,15 @@ def markdown(measured: dict[str, Any], title: str) -> str:
     return "\n".join(lines)
 
 
+_TITLES = {"test": "30% test split (in-distribution)"}
+
+
+def tables(report: dict[str, Any]) -> str:
+    """The Markdown of every protocol in a report written by ``--json``, in its order."""
+    titles = [_TITLES.get(k, f"held-out fold: {k.removeprefix('loso:')}") for k in report]
+    return "\n\n".join(markdown(m, t) for m, t in zip(report.values(), titles, strict=True))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--folds", type=Path, default=None)
@@ -231,7 +245,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--others", default=",".join(OTHERS), help="comparison defenses")
     parser.add_argument("--cache", type=Path, default=None, help="reuse comparison verdicts")
     parser.add_argument("--others-only", action="store_true", help="only fill --cache")
+    parser.add_argument("--tables", type=Path, default=None, help="print a saved --json report")
     args = parser.parse_args(argv)
+    if args.tables is not None:
+        print(tables(json.loads(args.tables.read_text())))
+        return 0
     report: dict[str, Any] = {}
     if args.only != "test" and args.folds is not None:
         for fold in FOLDS:
@@ -257,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
             _others(rows, args.nanoguard, args.cache, args.others.split(","))
             return 0
         report["test"] = measure(rows, model, args.nanoguard, args.cache, args.others.split(","))
-        print(markdown(report["test"], "30% test split (in-distribution)"), flush=True)
+        print(markdown(report["test"], _TITLES["test"]), flush=True)
     if args.json:
         args.json.write_text(json.dumps(report) + "\n")
     return 0

@@ -1,0 +1,63 @@
+"""``benchmarks/shieldguard_eval.py --tables``: the README's per-source tables from a saved report.
+
+The script's models are not needed to print a saved report, so this runs everywhere; the
+figures are checked against counts done by hand on a tiny report.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "shieldguard_eval.py"
+
+
+@pytest.fixture(scope="module")
+def script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("shieldguard_eval", SCRIPT)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _report() -> dict[str, object]:
+    rows = [["a", 1], ["a", 1], ["a", 1], ["b", 0], ["b", 0]]
+    return {
+        "loso:jailbreak": {  # attacks only: the FPR table must not claim 0.000
+            "rows": rows[:3],
+            "blocked": {"recommended": [True, False, True], "recommended-next": [1, 1, 1]},
+        },
+        "test": {
+            "rows": rows,
+            "blocked": {
+                "recommended": [True, True, False, True, False],
+                "recommended-next": [True, True, True, False, False],
+                "nanoguard": [True, None, None, False, None],  # None: not measured
+            },
+        },
+    }
+
+
+def test_tables_print_every_protocol_with_counts(
+    script: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    saved = tmp_path / "eval.json"
+    saved.write_text(json.dumps(_report()))
+    assert script.main(["--tables", str(saved)]) == 0
+    out = capsys.readouterr().out
+    jailbreak, test = out.split("#### 30% test split (in-distribution)")
+    assert jailbreak.startswith("#### held-out fold: jailbreak")
+    assert "FPR (benign blocked): no rows with this label." in jailbreak
+    assert "| recommended | 0.667 [0.21, 0.94] n=3 | 0.667 [0.21, 0.94] n=3 |" in jailbreak
+    # nanoguard: only the rows it was measured on count (1 of 1 attack, 0 of 1 benign).
+    assert "| nanoguard | 1.000 [0.21, 1.00] n=1 | 1.000 [0.21, 1.00] n=1 |" in test
+    assert "| nanoguard | 0.000 [0.00, 0.79] n=1 | 0.000 |" in test
+    assert "| recommended | 0.500 [0.09, 0.91] n=2 | 0.500 |" in test
+    # recommended-next is right on both rows recommended gets wrong: two-sided 2 * 0.5**2.
+    assert "p = 0.5 (exact-binomial, 2 discordant rows)" in test
