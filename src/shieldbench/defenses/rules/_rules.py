@@ -82,6 +82,12 @@ _QUALIFIER = alt(
     "default", "all", "any", "every", "your", "those", "these", "hidden", "predefined",
     "pre-defined", "preset", "programmed", "given", "safety", "ethical",
 )  # fmt: skip
+# Qualifiers that point back at what the model was told (a subset of _QUALIFIER).
+_POINTER = alt(
+    "previous", "prior", "preceding", "above", "earlier", "foregoing", "aforementioned",
+    "initial", "original", "system", "developer", "hidden", "predefined", "pre-defined",
+    "preset", "programmed", "safety", "ethical",
+)  # fmt: skip
 _FILLER = alt(
     _QUALIFIER, "the", "of", "my", "and", "or", "other", "following", "such", "current",
     "provided", "you got", "you were given", "you received", "please", "kindly", "just", "now",
@@ -139,8 +145,12 @@ B = "\\b"
 OVERRIDE_RULES: tuple[Rule, ...] = (
     # ------------------------------------------------------ instruction override
     _r("instruction_override.ignore_previous", 0.9,
-       B + _IGNORE + "(?: " + _FILLER + "){0,4} " + _QUALIFIER + "(?: " + _FILLER + "){0,3}"
-       + "(?: [a-z-]{1,20})? " + _TARGET + B, "ignore / forget all previous instructions"),
+       B + _IGNORE + "(?: " + _FILLER + "){0,4} " + _QUALIFIER + "(?: " + _FILLER + "){0,3} "
+       + _TARGET + B
+       # One free word ("previous usual instructions") only after a qualifier that points
+       # back at the model's own instructions: "forget the old parking rules" is an e-mail.
+       + "|" + B + _IGNORE + "(?: " + _FILLER + "){0,4} " + _POINTER + "(?: " + _FILLER
+       + "){0,3} [a-z-]{1,20} " + _TARGET_CORE + B, "ignore / forget all previous instructions"),
     _r("instruction_override.ignore_that_rule", 0.5,
        B + _IGNORE + " (?:that|this|the|any) (?:[a-z0-9-]{1,20} )?" + alt("rules?",
        "restrictions?", "limits?", "limitations?", "guidelines?", "polic(?:y|ies)",
