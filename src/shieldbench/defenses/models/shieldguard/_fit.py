@@ -74,7 +74,9 @@ class TrainConfig:
     (:data:`REFINE_SOURCES`) and half replayed core rows. Measured with 300 steps
     (README, "shieldguard"), it lowered held-out FPR and TPR together, without a
     better balanced accuracy, so it is off by default.
-    ``device`` is ``cpu`` or a torch device such as ``cuda``.
+    ``device`` is ``cpu`` or a torch device such as ``cuda``. ``mix`` is the data
+    mix the examples were assembled with (``_data.assemble``; recorded, the loop
+    itself only sees rows): 2 is the default, 1 the first shipped model's.
     """
 
     steps: int = 1500
@@ -88,6 +90,7 @@ class TrainConfig:
     threads: int = 2
     fold: str | None = None
     device: str = "cpu"
+    mix: int = 2
 
 
 def log(message: str) -> None:
@@ -374,7 +377,7 @@ def dev_report(
 def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
     """Every :class:`TrainConfig` knob but ``fold`` as an option of ``parser`` (same defaults)."""
     defaults = TrainConfig()
-    for name in ("steps", "refine_steps", "batch_size", "max_len", "seed", "threads"):
+    for name in ("steps", "refine_steps", "batch_size", "max_len", "seed", "threads", "mix"):
         flag = f"--{name.replace('_', '-')}"
         parser.add_argument(flag, type=int, default=getattr(defaults, name))
     for name in ("lr", "refine_lr", "target_fpr"):

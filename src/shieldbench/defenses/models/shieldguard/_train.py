@@ -74,9 +74,9 @@ def _rows(examples: list[Example]) -> list[Row]:
     return [(e.text, e.label, e.source) for e in examples]
 
 
-def prepare(out: Path, *, fold: str | None = None, seed: int = 0) -> dict[str, int]:
+def prepare(out: Path, *, fold: str | None = None, seed: int = 0, mix: int = 2) -> dict[str, int]:
     """Assemble the data (:func:`._data.assemble`) into one prepared file; counts per split."""
-    train_examples, dev = assemble(fold=fold, seed=seed)
+    train_examples, dev = assemble(fold=fold, seed=seed, mix=mix)
     parts = {
         "train": _rows(train_examples),
         "dev": _rows(dev),
@@ -125,7 +125,7 @@ def train(
     if data is not None:
         parts = read_prepared(data)
     else:
-        train_examples, dev = assemble(fold=config.fold, seed=config.seed)
+        train_examples, dev = assemble(fold=config.fold, seed=config.seed, mix=config.mix)
         parts = {"train": _rows(train_examples), "dev": _rows(dev), "select": []}
     parts = in_recipe(parts, config)
     out.mkdir(parents=True, exist_ok=True)
