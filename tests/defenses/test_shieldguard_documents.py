@@ -31,7 +31,22 @@ SPLITS = ("train", "dev")
 POSITIONS = ("start", "middle", "end")
 SEPARATOR_BEFORE = r'\s*(?:<!-- |<p>|<div hidden>|# |// |-- |/\* |\{?"[a-z_]+": ")?'
 SEPARATOR_AFTER = r'(?: -->|</p>|</div>| \*/|"\}?,)?\s*'
-LANGUAGES = {"de", "fr", "es", "it", "pt", "nl", "zh", "ja"}
+LANGUAGES = {"de", "fr", "es", "it", "pt", "nl", "zh", "ja"}  # of documents and injections
+# Injections also come in the other languages of the benign over-defense bank, so a
+# trigger word in Russian or Korean is not a sign of benign text.
+INJECTION_ONLY = {"ru", "uk", "pl", "cs", "ko", "tr", "ar", "hi", "vi", "id", "sv", "el"}
+INJECTION_LANGUAGES = LANGUAGES | INJECTION_ONLY
+SCRIPTS = {
+    "Cyrillic": "\u0400-\u04ff",
+    "Hangul": "\uac00-\ud7a3",
+    "Arabic": "\u0600-\u06ff",
+    "Devanagari": "\u0900-\u097f",
+    "Greek": "\u0370-\u03ff",
+    "Han": "\u4e00-\u9fff",
+    "Kana": "\u3040-\u30ff",
+    "Vietnamese": "\u1ea0-\u1ef9",
+    "Latin Extended-A": "\u0100-\u017f",  # Polish, Czech, Turkish
+}
 MARKER = re.compile(r"\{[a-z][a-z0-9_]*\}")
 CJK = "\u3040-\u30ff\u3400-\u9fff"
 # Phrasings aimed at a model. Benign documents must match none of them; the test
@@ -54,6 +69,10 @@ AIMED_AT_AI = [
     r"\bAI-assistent|\btaalmodel|\bvoor de AI\b",
     r"AI助手|人工智能助手|语言模型|系统提示|系统消息",
     r"AIアシスタント|言語モデル|システムプロンプト|システムメッセージ|AIへ",
+    r"ИИ-ассистент|ШІ-асистент|asystenc?i[ae] AI|AI asistent|AI 어시스턴트|yapay zekâ asistan"
+    r"|مساعد الذكاء الاصطناعي|AI सहायक|trợ lý AI|asisten AI|βοηθ[έό]ς? AI",
+    r"системн(?:ый|ий) промпт|prompt systemowy|systémový prompt|시스템 프롬프트|sistem istem"
+    r"|موجّه النظام|सिस्टम प्रॉम्प्ट|\bsystemprompt|μήνυμα συστήματος",
 ]
 AIMED = re.compile("|".join(f"(?:{p})" for p in AIMED_AT_AI), re.IGNORECASE)
 
@@ -97,8 +116,25 @@ def test_bank_size() -> None:
     assert all(len(by_lang["en"]) >= 3 for by_lang in goals.values())
     assert len(phrasings) >= 300
     foreign = {lang for by_lang in goals.values() for lang in by_lang} - {"en"}
-    assert foreign == LANGUAGES
+    assert foreign == INJECTION_LANGUAGES
     assert {v["lang"] for vs in raw["kinds"].values() for v in vs} - {"en"} == LANGUAGES
+    covered = collections.Counter(lang for by_lang in goals.values() for lang in by_lang)
+    assert all(covered[lang] >= 25 for lang in LANGUAGES), covered
+    assert all(covered[lang] >= 30 for lang in INJECTION_ONLY), covered
+    assert set(raw["injections"]["wrappers"]) == INJECTION_LANGUAGES | {"en", "any"}
+
+
+def test_foreign_phrasings_use_the_slots_of_their_goal() -> None:
+    # A phrasing in another language says what the English ones say: no new slots
+    # ({target_path} stands in for {target_file}, whose values are English phrases).
+    goals = _raw_bank()["injections"]["goals"]
+    for goal, by_lang in goals.items():
+        english = {m for t in by_lang["en"] for m in MARKER.findall(t)} | {"{ai}"}
+        if "{target_file}" in english:
+            english.add("{target_path}")
+        for lang, texts in by_lang.items():
+            for text in texts:
+                assert set(MARKER.findall(text)) <= english, (goal, lang, text)
 
 
 def test_every_kind_writes_in_both_splits() -> None:
@@ -160,6 +196,12 @@ def test_splits_are_disjoint() -> None:
         for lang, texts in bank.goals["dev"][goal].items():
             assert all(docs_mod._is_dev(t) for t in texts)
             assert not set(texts) & set(bank.goals["train"].get(goal, {}).get(lang, ()))
+    # Every goal and every language has phrasings on both sides.
+    every_goal = set(_raw_bank()["injections"]["goals"])
+    assert set(bank.goals["train"]) == set(bank.goals["dev"]) == every_goal
+    for split in SPLITS:
+        langs = {lang for by_lang in bank.goals[split].values() for lang in by_lang}
+        assert langs == INJECTION_LANGUAGES | {"en"}, split
 
 
 @pytest.mark.parametrize("split", SPLITS)
@@ -184,7 +226,22 @@ def test_languages() -> None:
     injected = docs_mod._injections(random.Random(6), 4000, "train")
     share = sum(lang != "en" for *_, lang in injected) / len(injected)
     assert 0.15 <= share <= 0.25, share
-    assert {lang for *_, lang in injected} == LANGUAGES | {"en"}
+    assert {lang for *_, lang in injected} == INJECTION_LANGUAGES | {"en"}
+
+
+def test_injection_languages_and_scripts() -> None:
+    injected = docs_mod._injections(random.Random(17), 20000, "train")
+    counts = collections.Counter(lang for *_, lang in injected)
+    assert set(counts) == INJECTION_LANGUAGES | {"en"}
+    # The foreign share is spread over all 20 languages: none is starved.
+    assert all(counts[lang] / len(injected) >= 0.004 for lang in INJECTION_LANGUAGES), counts
+    for split in SPLITS:
+        texts = [t for t, *_ in docs_mod._injections(random.Random(18), 6000, split)]
+        for name, block in SCRIPTS.items():
+            assert any(re.search(f"[{block}]", t) for t in texts), (split, name)
+    # Native wrappers appear around payloads of their own language.
+    russian = [t for t, _, lang in injected if lang == "ru"]
+    assert any(t.startswith(("Важно для ИИ-ассистента:", "ВНИМАНИЕ!")) for t in russian)
 
 
 def test_no_leftover_markers() -> None:

@@ -137,7 +137,7 @@ def test_mix_two_has_its_counts_benign_dev_and_is_seeded() -> None:
         assert dev_counts[source] == n_dev, source
     assert not {e.text for e in dev} & {e.text for e in train}
     labels = {s: {e.label for e in train if e.source == s} for s in counts}
-    assert labels["pairs:documents"] == labels["pairs:carrier"] == {1}
+    assert labels["pairs:documents"] == labels["pairs:carrier"] == labels["written:direct"] == {1}
     assert labels["written:documents"] == labels["written:overdefense"] == {0}
 
 

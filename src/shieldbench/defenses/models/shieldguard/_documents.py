@@ -10,7 +10,10 @@ from a bank written for shieldbench (``written/documents.json``):
 - :func:`documents`: benign documents of many kinds (:data:`KINDS`), about 15% in
   German, French, Spanish, Italian, Portuguese, Dutch, Chinese or Japanese;
 - :func:`injections`: injected instructions with the attacker's goal, about 20% in
-  those languages, often inside a fake marker ("[SYSTEM] ...");
+  20 other languages (those above plus Russian, Ukrainian, Polish, Czech, Korean,
+  Turkish, Arabic, Hindi, Vietnamese, Indonesian, Swedish, Greek: every language of
+  the benign over-defense banks, so that no language is evidence either way), often
+  inside a fake marker ("[SYSTEM] ...");
 - :func:`insert`: the payload put into a document at a sentence or line boundary.
 
 Templates have ``{name}`` markers: a pool of the variant (``count`` items drawn and

@@ -16,7 +16,8 @@ training texts), and symmetric wherever a feature should carry no signal:
   and standalone benign role-play prompts;
 - documents (:mod:`._documents`): 20+ kinds of benign documents, and the *same
   kinds* with an injected instruction (minimal pairs), plus injections inserted
-  into real benign training texts of every kind (``pairs:carrier``); attack
+  into real benign training texts of every kind (``pairs:carrier``), and the
+  same injections alone, as a user would paste them (``written:direct``); attack
   documents are cropped to a window that holds the injection, so that the
   training view (``_fit.head_tail``) never cuts the injection out of an example
   labelled attack;
@@ -62,6 +63,7 @@ COUNTS = {
     "written:documents": (2500, 300),
     "pairs:documents": (2500, 0),
     "pairs:carrier": (1500, 0),
+    "written:direct": (1000, 0),
     "jailbreak:pair": (1000, 0),
     "jailbreak:gcg": (800, 0),
     "mutated:attack": (2000, 0),
@@ -170,6 +172,7 @@ def mixed(
         if rng.random() < 0.3 and short_attacks:
             payload = rng.choice(short_attacks)
         out.append(Example(_inject(rng, rng.choice(real), payload), 1, "pairs:carrier"))
+    add("written:direct", injections(rng, COUNTS["written:direct"][0], split="train"), 1)
 
     for text in cloze_passages():
         (dev if _dev_passage(text) else out).append(Example(text, 0, "installed:cloze"))
