@@ -139,15 +139,26 @@ def _others(
 
 
 def measure(
-    rows: list[Row], model: Path, nanoguard: int, cache: Path | None, specs: Sequence[str]
+    rows: list[Row],
+    model: Path,
+    nanoguard: int,
+    cache: Path | None,
+    specs: Sequence[str],
+    baseline: Path | None = None,
 ) -> dict[str, Any]:
+    """Verdicts of shieldguard (``model``), the comparison defenses and, when given, a
+    second shieldguard model (``baseline``, column ``shieldguard-baseline``) on ``rows``."""
     others = _others(rows, nanoguard, cache, specs)
     texts = [r[1] for r in rows]
     guard = ShieldGuardDefense(model)
     blocked, took = _blocked(guard, texts)
     result: dict[str, list[bool | None]] = {"shieldguard": [bool(b) for b in blocked]}
+    seconds = {"shieldguard": took}
+    if baseline is not None:
+        old, seconds["shieldguard-baseline"] = _blocked(ShieldGuardDefense(baseline), texts)
+        result["shieldguard-baseline"] = [bool(b) for b in old]
     result.update(others["blocked"])
-    seconds = {"shieldguard": took, **others["seconds"]}
+    seconds.update(others["seconds"])
     if "pattern" in result:
         result["recommended-next"] = [  # any(pattern, shieldguard), from the two verdicts
             bool(a) or bool(b)
@@ -181,9 +192,30 @@ def paired(labels: Sequence[int], old: Sequence[Any], new: Sequence[Any]) -> Pai
     return PairedTable(both, only_old, only_new, neither)
 
 
-def mcnemar(measured: dict[str, Any]) -> McNemarResult:
-    old, new = measured["blocked"]["recommended"], measured["blocked"]["recommended-next"]
-    return mcnemar_test(paired([label for _, label in measured["rows"]], old, new))
+def mcnemar(
+    measured: dict[str, Any], old: str = "recommended", new: str = "recommended-next"
+) -> McNemarResult:
+    """McNemar on correct / wrong per row of two verdict columns of one protocol."""
+    labels = [label for _, label in measured["rows"]]
+    return mcnemar_test(paired(labels, measured["blocked"][old], measured["blocked"][new]))
+
+
+def pooled_mcnemar(
+    report: dict[str, Any],
+    keys: Sequence[str],
+    old: str = "recommended",
+    new: str = "recommended-next",
+) -> tuple[PairedTable, McNemarResult]:
+    """McNemar over the rows of several protocols together (e.g. every LOSO fold)."""
+    labels: list[int] = []
+    a: list[Any] = []
+    b: list[Any] = []
+    for key in keys:
+        labels += [label for _, label in report[key]["rows"]]
+        a += report[key]["blocked"][old]
+        b += report[key]["blocked"][new]
+    table = paired(labels, a, b)
+    return table, mcnemar_test(table)
 
 
 def _fmt(k: int, n: int) -> str:
@@ -224,16 +256,37 @@ def markdown(measured: dict[str, Any], title: str) -> str:
         f"McNemar, recommended-next vs recommended (correct per row): p = {test.p_value:.3g}"
         f" ({test.method}, {test.n_discordant} discordant rows)",
     ]
+    if "shieldguard-baseline" in measured["blocked"]:
+        test = mcnemar(measured, "shieldguard-baseline", "shieldguard")
+        lines.append(
+            f"McNemar, shieldguard vs shieldguard-baseline (correct per row): "
+            f"p = {test.p_value:.3g} ({test.method}, {test.n_discordant} discordant rows)"
+        )
     return "\n".join(lines)
 
 
 _TITLES = {"test": "30% test split (in-distribution)"}
 
 
+def pooled_line(report: dict[str, Any]) -> str | None:
+    """The pooled McNemar of every LOSO fold of a report, or None with fewer than two."""
+    loso = [k for k in report if k.startswith("loso:")]
+    if len(loso) < 2 or "recommended" not in report[loso[0]]["blocked"]:
+        return None
+    table, test = pooled_mcnemar(report, loso)
+    return (
+        f"Pooled over {len(loso)} held-out folds, recommended-next vs recommended: both right"
+        f" {table.both}, only recommended {table.only_a}, only recommended-next"
+        f" {table.only_b}, neither {table.neither}; p = {test.p_value:.3g} ({test.method})"
+    )
+
+
 def tables(report: dict[str, Any]) -> str:
     """The Markdown of every protocol in a report written by ``--json``, in its order."""
     titles = [_TITLES.get(k, f"held-out fold: {k.removeprefix('loso:')}") for k in report]
-    return "\n\n".join(markdown(m, t) for m, t in zip(report.values(), titles, strict=True))
+    parts = [markdown(m, t) for m, t in zip(report.values(), titles, strict=True)]
+    pooled = pooled_line(report)
+    return "\n\n".join([*parts, pooled] if pooled else parts)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -248,6 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=None, help="reuse comparison verdicts")
     parser.add_argument("--others-only", action="store_true", help="only fill --cache")
     parser.add_argument("--tables", type=Path, default=None, help="print a saved --json report")
+    parser.add_argument(
+        "--baseline", type=Path, default=None, help="a second shieldguard model (test split)"
+    )
     args = parser.parse_args(argv)
     if args.tables is not None:
         print(tables(json.loads(args.tables.read_text())))
@@ -276,8 +332,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.others_only:
             _others(rows, args.nanoguard, args.cache, args.others.split(","))
             return 0
-        report["test"] = measure(rows, model, args.nanoguard, args.cache, args.others.split(","))
+        report["test"] = measure(
+            rows, model, args.nanoguard, args.cache, args.others.split(","), args.baseline
+        )
         print(markdown(report["test"], _TITLES["test"]), flush=True)
+    pooled = pooled_line(report)
+    if pooled:
+        print("\n" + pooled)
     if args.json:
         args.json.write_text(json.dumps(report) + "\n")
     return 0

@@ -61,3 +61,31 @@ def test_tables_print_every_protocol_with_counts(
     assert "| recommended | 0.500 [0.09, 0.91] n=2 | 0.500 |" in test
     # recommended-next is right on both rows recommended gets wrong: two-sided 2 * 0.5**2.
     assert "p = 0.5 (exact-binomial, 2 discordant rows)" in test
+
+
+def test_pooled_mcnemar_counts_every_fold_and_baseline_is_compared(
+    script: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = _report()
+    report["loso:chat"] = {
+        "rows": [["c", 0], ["c", 0], ["c", 1]],
+        "blocked": {"recommended": [False, True, True], "recommended-next": [True, True, True]},
+    }
+    test = report["test"]
+    assert isinstance(test, dict)
+    test["blocked"]["shieldguard"] = [True, True, True, False, False]
+    test["blocked"]["shieldguard-baseline"] = [False, False, True, True, True]
+    saved = tmp_path / "eval.json"
+    saved.write_text(json.dumps(report))
+    assert script.main(["--tables", str(saved)]) == 0
+    out = capsys.readouterr().out
+    # jailbreak fold: rows 2 only-new right; chat fold: row 1 only-old right, row 2 neither.
+    assert (
+        "Pooled over 2 held-out folds, recommended-next vs recommended: both right 3,"
+        " only recommended 1, only recommended-next 1, neither 1; p = 1 (exact-binomial)"
+    ) in out
+    # baseline wrong on rows 1, 2, 4, 5; shieldguard right on all of them, wrong on none.
+    assert (
+        "McNemar, shieldguard vs shieldguard-baseline (correct per row): p = 0.125"
+        " (exact-binomial, 4 discordant rows)"
+    ) in out
