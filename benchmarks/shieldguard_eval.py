@@ -48,11 +48,18 @@ from typing import Any
 from shieldbench.datasets import load_dataset
 from shieldbench.defenses import build_defense
 from shieldbench.defenses.models.shieldguard import ShieldGuardDefense
-from shieldbench.defenses.models.shieldguard._data import FOLDS, SHARED, shared_rows, split_of
+from shieldbench.defenses.models.shieldguard._data import (
+    FOLDS,
+    GROUPS,
+    SHARED,
+    shared_rows,
+    split_of,
+)
 from shieldbench.metrics import McNemarResult, PairedTable, mcnemar_test, rate
 
 Row = tuple[str, str, int]  # (set, text, label)
 OTHERS = ("pattern", "guardify", "recommended", "nanoguard")
+SUMMARY = ("shieldguard", "recommended-next", "recommended", "pattern", "guardify", "nanoguard")
 
 
 def _sample(rows: list[Row], per_set: int) -> list[Row]:
@@ -281,6 +288,27 @@ def pooled_line(report: dict[str, Any]) -> str | None:
     )
 
 
+def summary(report: dict[str, Any], columns: Sequence[str] = SUMMARY) -> str:
+    """One Markdown table of every single-source fold: per held-out source and label,
+    each defense's block rate (TPR on attacks, FPR on benign) with its Wilson 95% and n."""
+    lines = [
+        "| held-out source | rows | " + " | ".join(columns) + " |",
+        "|---|---|" + "---|" * len(columns),
+    ]
+    for key, measured in report.items():
+        fold = key.removeprefix("loso:")
+        if not key.startswith("loso:") or fold in GROUPS:
+            continue
+        cells = _cells(measured)
+        for label, what in ((1, "attacks: TPR"), (0, "benign: FPR")):
+            k_n = [cells.get(c, {}).get(f"{fold}|{label}") for c in columns]
+            if not any(k_n):
+                continue
+            row = [_fmt(*kn) if kn else "—" for kn in k_n]
+            lines.append(f"| {fold} | {what} | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
 def tables(report: dict[str, Any]) -> str:
     """The Markdown of every protocol in a report written by ``--json``, in its order."""
     titles = [_TITLES.get(k, f"held-out fold: {k.removeprefix('loso:')}") for k in report]
@@ -304,9 +332,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--baseline", type=Path, default=None, help="a second shieldguard model (test split)"
     )
+    parser.add_argument(
+        "--summary", action="store_true", help="with --tables: one table of single-source folds"
+    )
     args = parser.parse_args(argv)
     if args.tables is not None:
-        print(tables(json.loads(args.tables.read_text())))
+        saved = json.loads(args.tables.read_text())
+        print(summary(saved) if args.summary else tables(saved))
         return 0
     report: dict[str, Any] = {}
     if args.only != "test" and args.folds is not None:

@@ -89,3 +89,22 @@ def test_pooled_mcnemar_counts_every_fold_and_baseline_is_compared(
         "McNemar, shieldguard vs shieldguard-baseline (correct per row): p = 0.125"
         " (exact-binomial, 4 discordant rows)"
     ) in out
+
+
+def test_summary_lists_single_source_folds_only(
+    script: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = _report()  # loso:jailbreak is a group: left out of the summary
+    report["loso:deepset"] = {
+        "rows": [["deepset", 1], ["deepset", 1], ["deepset", 0]],
+        "blocked": {"shieldguard": [True, False, False], "nanoguard": [None, True, True]},
+    }
+    saved = tmp_path / "eval.json"
+    saved.write_text(json.dumps(report))
+    assert script.main(["--tables", str(saved), "--summary"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("| held-out source | rows | shieldguard | recommended-next |")
+    assert not any("jailbreak" in line for line in out)
+    assert out[2].startswith("| deepset | attacks: TPR | 0.500 [0.09, 0.91] n=2 | — |")
+    assert out[2].endswith("| 1.000 [0.21, 1.00] n=1 |")
+    assert out[3].startswith("| deepset | benign: FPR | 0.000 [0.00, 0.79] n=1 | — |")
