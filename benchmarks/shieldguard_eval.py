@@ -343,7 +343,8 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {}
     if args.only != "test" and args.folds is not None:
         for fold in FOLDS:
-            if not (args.folds / f"fold-{fold}").is_dir() and not args.others_only:
+            # a fold still being trained has its folder but no card yet
+            if not (args.folds / f"fold-{fold}" / "card.json").is_file() and not args.others_only:
                 print(f"fold {fold}: no model in {args.folds}, skipped", file=sys.stderr)
                 continue
             print(f"fold {fold}", file=sys.stderr, flush=True)
