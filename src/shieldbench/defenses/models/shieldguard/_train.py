@@ -74,7 +74,7 @@ def _rows(examples: list[Example]) -> list[Row]:
     return [(e.text, e.label, e.source) for e in examples]
 
 
-def prepare(out: Path, *, fold: str | None = None, seed: int = 0, mix: int = 2) -> dict[str, int]:
+def prepare(out: Path, *, fold: str | None = None, seed: int = 0, mix: int = 1) -> dict[str, int]:
     """Assemble the data (:func:`._data.assemble`) into one prepared file; counts per split."""
     train_examples, dev = assemble(fold=fold, seed=seed, mix=mix)
     parts = {
