@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         test = mcnemar_test(table)
         print(
             f"\nMcNemar, {models[1]} vs {models[0]} (correct = not blocked): "
-            f"{table.only_b} rows only the first blocks, {table.only_a} only the second;"
+            f"{table.only_b} rows only {models[0]} blocks, {table.only_a} only {models[1]};"
             f" p = {test.p_value:.3g}"
         )
     return 0
