@@ -31,7 +31,12 @@ def _parser() -> argparse.ArgumentParser:
     prep.add_argument("out", type=Path)
     prep.add_argument("--fold", default=None, help="hold out one fold of sources (evaluation)")
     prep.add_argument("--seed", type=int, default=defaults.seed)
-    prep.add_argument("--mix", type=int, default=defaults.mix, help="data mix: 1 (default, the shipped model) or 2")
+    prep.add_argument(
+        "--mix",
+        type=int,
+        default=defaults.mix,
+        help="data mix: 1 (default, the shipped model) or 2",
+    )
     cmd = sub.add_parser("train", help="fine-tune, export to 8-bit ONNX, calibrate, write card")
     cmd.add_argument("out", type=Path)
     cmd.add_argument("--fold", default=None, help="hold out one fold of sources (evaluation)")
