@@ -117,14 +117,24 @@ def main(argv: list[str] | None = None) -> int:
         print("| " + " | ".join([name, *cells, _fmt(column)]) + " |")
     models = [k for k in columns if k.startswith("shieldguard:")]
     if len(models) >= 2:
-        table = paired([0] * len(rows), columns[models[0]], columns[models[1]])
-        test = mcnemar_test(table)
-        print(
-            f"\nMcNemar, {models[1]} vs {models[0]} (correct = not blocked): "
-            f"{table.only_b} rows only {models[0]} blocks, {table.only_a} only {models[1]};"
-            f" p = {test.p_value:.3g}"
-        )
+        print("\n" + mcnemar_line(models[0], columns[models[0]], models[1], columns[models[1]]))
     return 0
+
+
+def mcnemar_line(first: str, a: list[bool], second: str, b: list[bool]) -> str:
+    """McNemar of two block columns on benign rows (correct = not blocked), in words.
+
+    Each discordant count names the model that blocks, so the line cannot be read the
+    wrong way round: ``mcnemar_line("x", [True, False], "y", [False, False])`` says
+    one row only ``x`` blocks and none only ``y`` blocks.
+    """
+    table = paired([0] * len(a), a, b)  # only_a: first right alone, so second blocks
+    test = mcnemar_test(table)
+    return (
+        f"McNemar, {second} vs {first} (benign rows, correct = not blocked): "
+        f"{table.only_b} rows only {first} blocks, {table.only_a} only {second} blocks;"
+        f" p = {test.p_value:.3g}"
+    )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,52 @@
+"""``benchmarks/shieldguard_unseen.py``: its McNemar line names who blocks, checked by hand."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from scipy.stats import binomtest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def script() -> ModuleType:
+    pytest.importorskip("onnxruntime", reason="shieldguard_unseen imports the shieldguard defense")
+    sys.path.insert(0, str(BENCHMARKS))  # it imports its sibling shieldguard_eval
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "shieldguard_unseen", BENCHMARKS / "shieldguard_unseen.py"
+        )
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    return module
+
+
+def test_the_line_names_the_model_that_blocks_each_discordant_row(script: ModuleType) -> None:
+    # 7 rows only "old" blocks, 2 only "new" blocks, 1 both, 3 neither
+    old = [True] * 7 + [False] * 2 + [True] + [False] * 3
+    new = [False] * 7 + [True] * 2 + [True] + [False] * 3
+    line = script.mcnemar_line("old", old, "new", new)
+    assert "7 rows only old blocks, 2 only new blocks" in line
+    assert line.startswith("McNemar, new vs old (benign rows, correct = not blocked)")
+    # 9 discordant rows: few discordant rows: the exact binomial test
+    exact = binomtest(2, 9, 0.5).pvalue
+    assert f"p = {exact:.3g}" in line
+
+
+def test_swapping_the_models_swaps_the_counts_not_the_p_value(script: ModuleType) -> None:
+    old = [True, True, True, False, False]
+    new = [False, False, True, True, False]
+    there = script.mcnemar_line("old", old, "new", new)
+    back = script.mcnemar_line("new", new, "old", old)
+    assert "2 rows only old blocks, 1 only new blocks" in there
+    assert "1 rows only new blocks, 2 only old blocks" in back
+    assert there.rsplit("p = ", 1)[1] == back.rsplit("p = ", 1)[1]
