@@ -37,7 +37,7 @@ def test_the_line_names_the_model_that_blocks_each_discordant_row(script: Module
     line = script.mcnemar_line("old", old, "new", new)
     assert "7 rows only old blocks, 2 only new blocks" in line
     assert line.startswith("McNemar, new vs old (benign rows, correct = not blocked)")
-    # 9 discordant rows: few discordant rows: the exact binomial test
+    # 9 discordant rows, fewer than 25: McNemar is the exact binomial test
     exact = binomtest(2, 9, 0.5).pvalue
     assert f"p = {exact:.3g}" in line
 
