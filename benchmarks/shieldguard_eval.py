@@ -39,6 +39,7 @@ import argparse
 import hashlib
 import json
 import random
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -171,7 +172,22 @@ def measure(
             bool(a) or bool(b)
             for a, b in zip(result["pattern"], result["shieldguard"], strict=True)
         ]
-    return {"rows": [(r[0], r[2]) for r in rows], "blocked": result, "seconds": seconds}
+    card = json.loads((model / "card.json").read_text())
+    return {
+        "rows": [(r[0], r[2]) for r in rows],
+        "blocked": result,
+        "seconds": seconds,
+        "threshold": [card["threshold"], card["threshold_rule"]],
+    }
+
+
+def _threshold(measured: dict[str, Any]) -> str:
+    """The fold model's threshold and the dev source that set it (older reports: —)."""
+    if "threshold" not in measured:
+        return "—"
+    value, rule = measured["threshold"]
+    binding = re.search(r"binding: ([^);]+)", rule)
+    return f"{value:.3f} ({binding.group(1)})" if binding else f"{value:.3f}"
 
 
 def _cells(measured: dict[str, Any]) -> dict[str, dict[str, tuple[int, int]]]:
@@ -290,10 +306,11 @@ def pooled_line(report: dict[str, Any]) -> str | None:
 
 def summary(report: dict[str, Any], columns: Sequence[str] = SUMMARY) -> str:
     """One Markdown table of every single-source fold: per held-out source and label,
-    each defense's block rate (TPR on attacks, FPR on benign) with its Wilson 95% and n."""
+    each defense's block rate (TPR on attacks, FPR on benign) with its Wilson 95% and n,
+    and the fold model's threshold with the benign dev source that bound it."""
     lines = [
-        "| held-out source | rows | " + " | ".join(columns) + " |",
-        "|---|---|" + "---|" * len(columns),
+        "| held-out source | rows | " + " | ".join(columns) + " | threshold (binding) |",
+        "|---|---|" + "---|" * (len(columns) + 1),
     ]
     for key, measured in report.items():
         fold = key.removeprefix("loso:")
@@ -305,6 +322,7 @@ def summary(report: dict[str, Any], columns: Sequence[str] = SUMMARY) -> str:
             if not any(k_n):
                 continue
             row = [_fmt(*kn) if kn else "—" for kn in k_n]
+            row.append(_threshold(measured))
             lines.append(f"| {fold} | {what} | " + " | ".join(row) + " |")
     return "\n".join(lines)
 

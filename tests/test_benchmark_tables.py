@@ -95,10 +95,12 @@ def test_summary_lists_single_source_folds_only(
     script: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     report = _report()  # loso:jailbreak is a group: left out of the summary
-    report["loso:deepset"] = {
+    deepset: dict[str, object] = {
         "rows": [["deepset", 1], ["deepset", 1], ["deepset", 0]],
         "blocked": {"shieldguard": [True, False, False], "nanoguard": [None, True, True]},
+        "threshold": [0.768317, "dev FPR <= 0.02 on every ... (n=1356; binding: cyberseceval_pi)"],
     }
+    report["loso:deepset"] = deepset
     saved = tmp_path / "eval.json"
     saved.write_text(json.dumps(report))
     assert script.main(["--tables", str(saved), "--summary"]) == 0
@@ -106,5 +108,11 @@ def test_summary_lists_single_source_folds_only(
     assert out[0].startswith("| held-out source | rows | shieldguard | recommended-next |")
     assert not any("jailbreak" in line for line in out)
     assert out[2].startswith("| deepset | attacks: TPR | 0.500 [0.09, 0.91] n=2 | — |")
-    assert out[2].endswith("| 1.000 [0.21, 1.00] n=1 |")
+    assert out[2].endswith("| 1.000 [0.21, 1.00] n=1 | 0.768 (cyberseceval_pi) |")
     assert out[3].startswith("| deepset | benign: FPR | 0.000 [0.00, 0.79] n=1 | — |")
+    assert out[0].endswith("| nanoguard | threshold (binding) |")
+    # a report written before thresholds were saved still prints, with a dash
+    del deepset["threshold"]
+    saved.write_text(json.dumps(report))
+    assert script.main(["--tables", str(saved), "--summary"]) == 0
+    assert capsys.readouterr().out.splitlines()[2].endswith("n=1 | — |")
