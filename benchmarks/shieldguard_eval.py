@@ -215,14 +215,6 @@ def paired(labels: Sequence[int], old: Sequence[Any], new: Sequence[Any]) -> Pai
     return PairedTable(both, only_old, only_new, neither)
 
 
-def mcnemar(
-    measured: dict[str, Any], old: str = "recommended", new: str = "recommended-next"
-) -> McNemarResult:
-    """McNemar on correct / wrong per row of two verdict columns of one protocol."""
-    labels = [label for _, label in measured["rows"]]
-    return mcnemar_test(paired(labels, measured["blocked"][old], measured["blocked"][new]))
-
-
 def pooled_mcnemar(
     report: dict[str, Any],
     keys: Sequence[str],
@@ -273,19 +265,21 @@ def markdown(measured: dict[str, Any], title: str) -> str:
             lines.append("| " + " | ".join(row) + " |")
     if "recommended" not in measured["blocked"]:
         return "\n".join(lines)
-    test = mcnemar(measured)
-    lines += [
-        "",
-        f"McNemar, recommended-next vs recommended (correct per row): p = {test.p_value:.3g}"
-        f" ({test.method}, {test.n_discordant} discordant rows)",
-    ]
+    lines += ["", _mcnemar_line(measured, "recommended", "recommended-next")]
     if "shieldguard-baseline" in measured["blocked"]:
-        test = mcnemar(measured, "shieldguard-baseline", "shieldguard")
-        lines.append(
-            f"McNemar, shieldguard vs shieldguard-baseline (correct per row): "
-            f"p = {test.p_value:.3g} ({test.method}, {test.n_discordant} discordant rows)"
-        )
+        lines.append(_mcnemar_line(measured, "shieldguard-baseline", "shieldguard"))
     return "\n".join(lines)
+
+
+def _mcnemar_line(measured: dict[str, Any], old: str, new: str) -> str:
+    labels = [label for _, label in measured["rows"]]
+    table = paired(labels, measured["blocked"][old], measured["blocked"][new])
+    test = mcnemar_test(table)
+    return (
+        f"McNemar, {new} vs {old} (correct per row): only {old} {table.only_a},"
+        f" only {new} {table.only_b}; p = {test.p_value:.3g}"
+        f" ({test.method}, {test.n_discordant} discordant rows)"
+    )
 
 
 _TITLES = {"test": "30% test split (in-distribution)"}

@@ -60,7 +60,9 @@ def test_tables_print_every_protocol_with_counts(
     assert "| nanoguard | 0.000 [0.00, 0.79] n=1 | 0.000 |" in test
     assert "| recommended | 0.500 [0.09, 0.91] n=2 | 0.500 |" in test
     # recommended-next is right on both rows recommended gets wrong: two-sided 2 * 0.5**2.
-    assert "p = 0.5 (exact-binomial, 2 discordant rows)" in test
+    assert (
+        "only recommended 0, only recommended-next 2; p = 0.5 (exact-binomial, 2 discordant rows)"
+    ) in test
 
 
 def test_pooled_mcnemar_counts_every_fold_and_baseline_is_compared(
@@ -86,8 +88,8 @@ def test_pooled_mcnemar_counts_every_fold_and_baseline_is_compared(
     ) in out
     # baseline wrong on rows 1, 2, 4, 5; shieldguard right on all of them, wrong on none.
     assert (
-        "McNemar, shieldguard vs shieldguard-baseline (correct per row): p = 0.125"
-        " (exact-binomial, 4 discordant rows)"
+        "McNemar, shieldguard vs shieldguard-baseline (correct per row): only"
+        " shieldguard-baseline 0, only shieldguard 4; p = 0.125 (exact-binomial, 4 discordant rows)"
     ) in out
 
 
