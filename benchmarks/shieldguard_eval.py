@@ -172,12 +172,11 @@ def measure(
             bool(a) or bool(b)
             for a, b in zip(result["pattern"], result["shieldguard"], strict=True)
         ]
-    card = json.loads((model / "card.json").read_text())
     return {
         "rows": [(r[0], r[2]) for r in rows],
         "blocked": result,
         "seconds": seconds,
-        "threshold": [card["threshold"], card["threshold_rule"]],
+        "threshold": [guard.threshold, guard.card["threshold_rule"]],
     }
 
 
