@@ -176,17 +176,28 @@ def measure(
         "rows": [(r[0], r[2]) for r in rows],
         "blocked": result,
         "seconds": seconds,
-        "threshold": [guard.threshold, guard.card["threshold_rule"]],
+        "threshold": [
+            guard.threshold,
+            guard.card["threshold_rule"],
+            guard.card.get("threshold_source"),  # absent from cards written before it
+        ],
     }
 
 
 def _threshold(measured: dict[str, Any]) -> str:
-    """The fold model's threshold and the dev source that set it (older reports: —)."""
+    """The fold model's threshold and the dev source that set it (older reports: —).
+
+    The source is the card's ``threshold_source``; reports of cards written before that
+    field existed give only the rule's text, and the source is read out of it.
+    """
     if "threshold" not in measured:
         return "—"
-    value, rule = measured["threshold"]
-    binding = re.search(r"binding: ([^);]+)", rule)
-    return f"{value:.3f} ({binding.group(1)})" if binding else f"{value:.3f}"
+    value, rule, *rest = measured["threshold"]
+    source = rest[0] if rest and rest[0] else None
+    if source is None:
+        binding = re.search(r"binding: ([^);]+)", rule)
+        source = binding.group(1) if binding else None
+    return f"{value:.3f} ({source})" if source else f"{value:.3f}"
 
 
 def _cells(measured: dict[str, Any]) -> dict[str, dict[str, tuple[int, int]]]:

@@ -113,6 +113,16 @@ def test_summary_lists_single_source_folds_only(
     assert out[2].endswith("| 1.000 [0.21, 1.00] n=1 | 0.768 (cyberseceval_pi) |")
     assert out[3].startswith("| deepset | benign: FPR | 0.000 [0.00, 0.79] n=1 | — |")
     assert out[0].endswith("| nanoguard | threshold (binding) |")
+    # the card's structured source wins over the rule's text
+    deepset["threshold"] = [0.5, "dev FPR <= 0.02 ... (binding: alpaca_harmless_5k)", "bipia_train"]
+    saved.write_text(json.dumps(report))
+    assert script.main(["--tables", str(saved), "--summary"]) == 0
+    assert capsys.readouterr().out.splitlines()[2].endswith("n=1 | 0.500 (bipia_train) |")
+    # a rule with no binding source and no structured field: the value alone
+    deepset["threshold"] = [0.9, "dev FPR <= 0.02 on the pooled dev rows", None]
+    saved.write_text(json.dumps(report))
+    assert script.main(["--tables", str(saved), "--summary"]) == 0
+    assert capsys.readouterr().out.splitlines()[2].endswith("n=1 | 0.900 |")
     # a report written before thresholds were saved still prints, with a dash
     del deepset["threshold"]
     saved.write_text(json.dumps(report))

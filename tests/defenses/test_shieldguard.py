@@ -77,6 +77,7 @@ def test_shipped_model_has_a_card_with_threshold_and_size_limit() -> None:
     assert 0.5 <= card["threshold"] < 1.0
     assert card["train_hash"]
     assert card["dev_hash"]
+    assert f"binding: {card['threshold_source']})" in card["threshold_rule"]
     assert (folder / "model.onnx").stat().st_size < 26_000_000
 
 

@@ -184,7 +184,8 @@ def test_fit_elsewhere_then_export_here_gives_a_working_defense(tmp_path: Path) 
     assert card["train_examples"] == 36
     assert "(n=12;" in card["threshold_rule"]  # the variety dev row is left out
     assert "written:chat" not in card["train_counts"]  # so is the variety train row
-    assert "binding: written:" in card["threshold_rule"] or "dev rows" in card["threshold_rule"]
+    assert card["threshold_source"].startswith("written:")  # every dev row here is written
+    assert f"binding: {card['threshold_source']})" in card["threshold_rule"]
     assert card["int8_vs_fp32"]["mean_abs_logit_diff"] < 0.5
     from shieldbench.defenses.models.shieldguard import ShieldGuardDefense
 

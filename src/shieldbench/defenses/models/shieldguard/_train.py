@@ -157,6 +157,7 @@ def train(
         "threshold": threshold,
         "threshold_rule": f"dev FPR <= {config.target_fpr} on every benign source of"
         f" >= {MIN_SOURCE_ROWS} dev rows (n={len(parts['dev'])}; binding: {worst})",
+        "threshold_source": worst,
         "train_examples": len(parts["train"]),
         "train_hash": _hash(parts["train"]),
         "dev_hash": _hash(parts["dev"]),
