@@ -128,3 +128,17 @@ def test_summary_lists_single_source_folds_only(
     saved.write_text(json.dumps(report))
     assert script.main(["--tables", str(saved), "--summary"]) == 0
     assert capsys.readouterr().out.splitlines()[2].endswith("n=1 | — |")
+
+
+def test_readme_single_source_table_is_the_saved_report(
+    script: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's single-source details table is printed from the report kept in the repo."""
+    root = Path(__file__).resolve().parents[1]
+    saved = root / "benchmarks" / "results" / "shieldguard_loso_single.json"
+    assert script.main(["--tables", str(saved), "--summary"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 2 + 16  # header, rule, a row per source and label (16)
+    readme = (root / "README.md").read_text(encoding="utf-8").splitlines()
+    missing = [line for line in printed if line not in readme]
+    assert not missing, f"README lacks these rows of {saved.name}: {missing}"
