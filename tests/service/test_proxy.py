@@ -54,6 +54,20 @@ def test_blocked_request_is_never_forwarded(proxy: Server, upstream: Upstream) -
     assert upstream.received == []
 
 
+@pytest.mark.parametrize("stream", [1, 0, 1.0, "true", None])
+def test_non_boolean_stream_is_rejected_and_never_forwarded(
+    proxy: Server, upstream: Upstream, stream: object
+) -> None:
+    """The schema says boolean: 1, "true" or null are a 422 that names the field."""
+    body = {"model": "m", "messages": [{"role": "user", "content": "Say hello"}], "stream": stream}
+    with proxy.client() as c:
+        response = c.post("/v1/chat/completions", json=body)
+        assert c.post("/v1/chat/completions", json=_chat("Say hello")).status_code == 200
+    assert response.status_code == 422, response.text
+    assert "stream" in json.dumps(response.json()["error"])
+    assert len(upstream.received) == 1  # only the well-formed request went upstream
+
+
 def test_allowed_request_is_forwarded_with_upstream_key(proxy: Server, upstream: Upstream) -> None:
     with proxy.client() as c:
         response = c.post("/v1/chat/completions", json=_chat("Say hello"))

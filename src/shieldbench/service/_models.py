@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 __all__ = [
     "BatchRequest",
@@ -36,7 +36,8 @@ class ChatRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
     model: str
     messages: list[Message] = Field(min_length=1)
-    stream: bool = False
+    # strict: pydantic would read 1 or "yes" as true, but the schema (and OpenAI) say boolean
+    stream: StrictBool = False
 
 
 def _exactly_one(schema: dict[str, Any]) -> None:
