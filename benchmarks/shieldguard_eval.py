@@ -321,12 +321,13 @@ def summary(report: dict[str, Any], columns: Sequence[str] = SUMMARY) -> str:
         if not key.startswith("loso:") or fold in GROUPS:
             continue
         cells = _cells(measured)
+        threshold = _threshold(measured)  # one fold model: the same on both label rows
         for label, what in ((1, "attacks: TPR"), (0, "benign: FPR")):
             k_n = [cells.get(c, {}).get(f"{fold}|{label}") for c in columns]
             if not any(k_n):
                 continue
             row = [_fmt(*kn) if kn else "—" for kn in k_n]
-            row.append(_threshold(measured))
+            row.append(threshold)
             lines.append(f"| {fold} | {what} | " + " | ".join(row) + " |")
     return "\n".join(lines)
 
