@@ -20,6 +20,7 @@ from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 
+from shieldbench.service._chat import InvalidMessage, message_text
 from shieldbench.service._config import ServeConfig
 from shieldbench.service._deps import ReadyService, authorized, get_service, serving
 from shieldbench.service._edges import (
@@ -27,7 +28,6 @@ from shieldbench.service._edges import (
     ServiceError,
     error_response,
     install_error_handlers,
-    message_text,
 )
 from shieldbench.service._fastpath import Answered, CheckFastPath, FastPathApp
 from shieldbench.service._guard import Decision
@@ -42,7 +42,7 @@ from shieldbench.service._models import (
     GuardrailRequest,
     GuardrailResponse,
 )
-from shieldbench.service._proxy import proxy_router
+from shieldbench.service._proxy import blocked_message, proxy_router
 from shieldbench.service._state import Defenses, Service
 
 __all__ = ["create_app", "get_service"]
@@ -88,7 +88,7 @@ def _text_of(item: CheckRequest | _PlainCheck, service: Service) -> str:
     text = item.text
     if text is None:
         assert item.messages is not None
-        text = message_text(item.messages, service.config.roles)
+        text = _messages_text(item.messages, service)
     if len(text) > service.config.max_text_chars:
         raise ServiceError(
             413,
@@ -96,6 +96,15 @@ def _text_of(item: CheckRequest | _PlainCheck, service: Service) -> str:
             f"text has {len(text)} characters; the limit is {service.config.max_text_chars}",
         )
     return text
+
+
+def _messages_text(messages: Any, service: Service) -> str:
+    """The screened text of chat messages (every role not in ``trusted_roles``); 422 for
+    a role or a content part type the screen does not know."""
+    try:
+        return message_text(messages, service.config.trusted_roles)
+    except InvalidMessage as exc:
+        raise ServiceError(422, "invalid_request", str(exc)) from None
 
 
 async def _decide(
@@ -219,7 +228,7 @@ def create_app(
         """LiteLLM's generic guardrail API: ``BLOCKED`` with a reason, or ``NONE``."""
         text = "\n\n".join(request.texts)
         if request.structured_messages and not text:
-            text = message_text(request.structured_messages, service.config.roles)
+            text = _messages_text(request.structured_messages, service)
         item = CheckRequest(
             text=text,
             metadata={
@@ -230,8 +239,9 @@ def create_app(
         decision = await _decide(service, item, endpoint="litellm")
         headers = {DECISION_HEADER: decision.id}
         if decision.blocked:
-            reason = ", ".join(decision.reasons) or decision.label or "flagged"
-            body = {"action": "BLOCKED", "blocked_reason": f"shieldbench {decision.id}: {reason}"}
+            # LiteLLM shows the reason to its caller: the rules only when exposed.
+            reason = blocked_message(decision, expose_reasons=service.config.expose_reasons)
+            body = {"action": "BLOCKED", "blocked_reason": reason}
             return JSONResponse(body, headers=headers)
         return JSONResponse({"action": "NONE", "blocked_reason": None}, headers=headers)
 

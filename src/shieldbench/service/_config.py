@@ -12,11 +12,13 @@
     max_pending_warn: 10000         # warn checks queued beyond this are dropped (counted)
     dedup_window_s: 5.0
     strip: [ansi, caveat, tags, tool-envelope]
-    roles: [user, tool]             # message roles screened on /v1/check and the proxy
+    trusted_roles: []               # message roles NOT screened (default: every role is)
+    expose_reasons: false           # true: a blocked caller is told which rules fired
     upstream: http://127.0.0.1:8000/v1
     upstream_key_env: OPENAI_API_KEY
     upstream_timeout_s: 60
-    stream_window_chars: 2048       # output screening of streams: sliding window
+    stream_holdback_chars: 256      # output screening of streams: held-back characters
+                                    # (default: the output defense's max_match_chars)
     stream_check_every_chars: 256
     db: sqlite:///.shieldbench/history.db
     store_text: false               # audit log keeps a redacted preview unless true
@@ -42,6 +44,7 @@ from typing import Any, Literal
 import yaml
 
 from shieldbench.errors import ConfigError
+from shieldbench.service._chat import check_roles
 from shieldbench.service._preprocess import SERVICE_STRIPPERS, check_strippers
 
 __all__ = ["AlertThresholds", "ServeConfig", "load_api_keys", "load_config"]
@@ -83,11 +86,12 @@ class ServeConfig:
     max_pending_warn: int = 10_000
     dedup_window_s: float = 5.0
     strip: tuple[str, ...] = tuple(SERVICE_STRIPPERS)
-    roles: tuple[str, ...] = ("user", "tool")
+    trusted_roles: tuple[str, ...] = ()
+    expose_reasons: bool = False
     upstream: str | None = None
     upstream_key_env: str = "OPENAI_API_KEY"
     upstream_timeout_s: float = 60.0
-    stream_window_chars: int = 2048
+    stream_holdback_chars: int | None = None
     stream_check_every_chars: int = 256
     db: str | None = None
     store_text: bool = False
@@ -105,18 +109,25 @@ class ServeConfig:
         for name in ("timeout_s", "warn_timeout_s", "dedup_window_s", "upstream_timeout_s"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        for name in ("max_body_bytes", "max_text_chars", "stream_window_chars", "max_pending_warn"):
+        for name in ("max_body_bytes", "max_text_chars", "max_pending_warn"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)!r}")
-        if not 1 <= self.stream_check_every_chars <= self.stream_window_chars:
-            raise ConfigError("stream_check_every_chars must be in [1, stream_window_chars]")
+        if not self.stream_check_every_chars >= 1:
+            raise ConfigError(
+                f"stream_check_every_chars must be >= 1, got {self.stream_check_every_chars!r}"
+            )
+        holdback = self.stream_holdback_chars
+        if holdback is not None and (isinstance(holdback, bool) or not holdback >= 1):
+            raise ConfigError(f"stream_holdback_chars must be >= 1 (characters), got {holdback!r}")
+        if not isinstance(self.expose_reasons, bool):
+            raise ConfigError(f"expose_reasons must be true or false, got {self.expose_reasons!r}")
         if self.retention_days is not None and not self.retention_days > 0:
             raise ConfigError(f"retention_days must be > 0, got {self.retention_days!r}")
         fsync = self.journal_fsync_s
         if fsync is not None and (isinstance(fsync, bool) or not fsync >= 0):
             raise ConfigError(f"journal_fsync_s must be >= 0 (seconds), got {fsync!r}")
         object.__setattr__(self, "strip", check_strippers(self.strip))
-        object.__setattr__(self, "roles", tuple(self.roles))
+        object.__setattr__(self, "trusted_roles", check_roles(self.trusted_roles))
 
     def with_overrides(self, **values: Any) -> ServeConfig:
         """A copy with the given keys replaced (``None`` values are ignored)."""
@@ -128,7 +139,7 @@ _ALERT_KEYS = {f.name for f in fields(AlertThresholds)}
 
 
 def _coerce(key: str, value: Any, where: str) -> Any:
-    if key in ("strip", "roles"):
+    if key in ("strip", "trusted_roles"):
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{where}: {key!r} must be a list of strings")
         return tuple(value)
@@ -158,6 +169,11 @@ def load_config(path: str | Path) -> ServeConfig:
         raw = {}
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: the top level must be a mapping of keys")
+    if "roles" in raw:
+        raise ConfigError(
+            f"{where}: 'roles' was replaced by 'trusted_roles' (every role is screened unless"
+            " listed there): name the roles that must NOT be screened, e.g. trusted_roles: [system]"
+        )
     unknown = sorted(set(map(str, raw)) - _KEYS)
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}")

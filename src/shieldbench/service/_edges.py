@@ -1,4 +1,4 @@
-"""The service's edges: body size limit, API keys, JSON errors, text extraction.
+"""The service's edges: body size limit, API keys, JSON errors.
 
 Every error is JSON in OpenAI's envelope, ``{"error": {"message", "type", "code"}}``,
 so OpenAI clients surface it as-is: 400 malformed body, 401 missing/wrong key, 413
@@ -23,7 +23,6 @@ __all__ = [
     "error_response",
     "install_error_handlers",
     "key_matches",
-    "message_text",
 ]
 
 Scope = MutableMapping[str, Any]
@@ -156,23 +155,3 @@ def install_error_handlers(app: Any) -> None:
     app.add_exception_handler(RequestValidationError, validation)
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(ServiceError, service_error)
-
-
-def message_text(messages: Iterable[Any], roles: Iterable[str]) -> str:
-    """The text of the messages whose role is screened (string or ``text`` parts), joined."""
-    chosen = set(roles)
-    parts: list[str] = []
-    for message in messages:
-        role = message.get("role") if isinstance(message, dict) else getattr(message, "role", None)
-        if role not in chosen:
-            continue
-        content = message.get("content") if isinstance(message, dict) else message.content
-        if isinstance(content, str):
-            parts.append(content)
-        elif isinstance(content, list):
-            parts.extend(
-                str(p.get("text", ""))
-                for p in content
-                if isinstance(p, dict) and p.get("type") in ("text", "input_text")
-            )
-    return "\n\n".join(p for p in parts if p)

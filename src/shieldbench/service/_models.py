@@ -23,15 +23,19 @@ __all__ = [
 
 
 class Message(BaseModel):
-    """An OpenAI-style chat message; ``content`` is a string or a list of parts."""
+    """An OpenAI-style chat message; ``content`` is a string or a list of parts.
+
+    ``role`` is one of OpenAI's roles, exactly (``"User"`` or ``"user "`` is a 422):
+    the screen and the upstream must read the same role."""
 
     model_config = ConfigDict(extra="allow")
-    role: str
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[dict[str, Any]] | None = None
 
 
 class ChatRequest(BaseModel):
-    """An OpenAI chat completions request; every other field is forwarded unchanged."""
+    """An OpenAI chat completions request; every other field is screened and forwarded
+    (the parsed body, re-serialised: a key given twice is refused)."""
 
     model_config = ConfigDict(extra="allow")
     model: str

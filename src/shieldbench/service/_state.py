@@ -13,6 +13,7 @@ from typing import Any
 import aiohttp
 
 from shieldbench.defenses import Defense, build_defense
+from shieldbench.errors import ConfigError
 from shieldbench.service._alerts import AlertLoop
 from shieldbench.service._audit import AuditStore
 from shieldbench.service._config import ServeConfig
@@ -38,11 +39,28 @@ class Defenses:
 
 
 def build_defenses(config: ServeConfig) -> Defenses:
-    """Build every defense the configuration names (spec errors raise :class:`SpecError`)."""
+    """Build every defense the configuration names (spec errors raise :class:`SpecError`;
+    a ``stream_holdback_chars`` shorter than what the output defense can match, a
+    :class:`ConfigError`)."""
+    output = None if config.output_defense is None else build_defense(config.output_defense)
+    declared = getattr(output, "max_match_chars", None)
+    holdback = config.stream_holdback_chars
+    if isinstance(declared, int) and holdback is not None and holdback < declared:
+        raise ConfigError(
+            f"stream_holdback_chars: {holdback} is shorter than what the output defense"
+            f" {config.output_defense!r} can match ({declared} characters): a secret split"
+            f" across stream events could be released in part; set it to {declared} or more"
+        )
+    if output is not None and declared is None and holdback is None:
+        _log.warning(
+            "output defense %r declares no max_match_chars: streamed answers are screened"
+            " whole and released at their end; set stream_holdback_chars to stream them",
+            config.output_defense,
+        )
     return Defenses(
         inline=build_defense(config.defense),
         warn=None if config.warn is None else build_defense(config.warn),
-        output=None if config.output_defense is None else build_defense(config.output_defense),
+        output=output,
     )
 
 
