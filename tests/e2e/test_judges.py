@@ -173,7 +173,7 @@ def test_detectors_are_defenses_for_answers_and_streams() -> None:
     assert leak.check("sbx 0a1b 2c3d 4e5f 6071").blocked
     assert build_defense("refusal(embed=false)").check("I'm sorry, I can't help.").blocked
     assert not build_defense("none").check("anything").blocked
-    stream = StreamScreen(secrets, window=64)
+    stream = StreamScreen(secrets)
     chunks = ["Here you go: AKIA4NQ7", "ZR2PLWX8TBKD", " and more text"]
     verdicts = [stream.feed(c) for c in chunks]
     assert verdicts[0] is None

@@ -14,6 +14,7 @@ class Keyword:
     def __init__(self, word: str = "ATTACK", log: str = "", delay: float = 0.0) -> None:
         self.name = "keyword"
         self.word = word
+        self.max_match_chars = len(word)  # what it blocks, it finds in len(word) characters
         self.log = log
         self.delay = delay
 

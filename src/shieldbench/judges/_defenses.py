@@ -3,9 +3,13 @@
 The same ``check(text) -> Verdict`` contract as every input defense, so they can
 screen a model's answer in ``--output-defense`` (the engine's end-to-end path) and
 in the guard service, on whole answers or on a stream
-(:class:`~shieldbench.judges.StreamScreen`). ``blocked`` means "this answer must
-not be delivered": a validated secret, personal data, a canary or system-prompt
-leak, or (``refusal``) a refusal, for services that want to flag those.
+(:class:`~shieldbench.judges.StreamScreen`). A detector that recognises everything it
+blocks from its first N characters says so in ``max_match_chars``: a stream held back
+by N characters is then screened without releasing part of a match (``secrets`` and
+``pii``: 256; ``leak`` and ``refusal`` need the whole answer and declare none).
+``blocked`` means "this answer must not be delivered": a validated secret, personal
+data, a canary or system-prompt leak, or (``refusal``) a refusal, for services that
+want to flag those.
 
 ``leak`` needs to know what must not leak: ``leak(canary=TOKEN,
 system_prompt=TEXT)`` or ``system_prompt_file=PATH``; in an end-to-end run the
@@ -22,6 +26,7 @@ from shieldbench.judges._leak import LeakJudge
 from shieldbench.judges._pii import PiiJudge
 from shieldbench.judges._protocol import Judgement
 from shieldbench.judges._refusal import RefusalJudge, build_refusal
+from shieldbench.judges._secrets import MAX_MATCH_CHARS as SECRETS_MAX_MATCH_CHARS
 from shieldbench.judges._secrets import SecretsJudge
 from shieldbench.registry import defenses
 from shieldbench.spec import Spec
@@ -35,10 +40,14 @@ def _verdict(j: Judgement) -> Verdict:
 
 
 class SecretsDefense:
-    """Blocks an answer holding a validated API key, token or private key."""
+    """Blocks an answer holding a validated API key, token or private key.
+
+    ``max_match_chars``: each is recognised from its first 256 characters (and the one
+    before it), so a stream held back by 256 characters never releases part of one."""
 
     name = "secrets"
-    version = "1"
+    version = "2"  # 2: keys and tokens still arriving (PEM header + body, JWT prefix)
+    max_match_chars = SECRETS_MAX_MATCH_CHARS
 
     def __init__(self) -> None:
         self._judge = SecretsJudge()
@@ -48,10 +57,14 @@ class SecretsDefense:
 
 
 class PiiDefense:
-    """Blocks an answer holding a valid card number, IBAN, e-mail or phone number."""
+    """Blocks an answer holding a valid card number, IBAN, e-mail or phone number.
+
+    ``max_match_chars``: each is at most 256 characters with its boundaries (an e-mail
+    address at most 254, RFC 5321; a card number 37 with separators, an IBAN 42)."""
 
     name = "pii"
     version = "1"
+    max_match_chars = 256
 
     def __init__(self) -> None:
         self._judge = PiiJudge()

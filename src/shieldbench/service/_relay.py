@@ -144,9 +144,14 @@ async def complete(
         output = _Output(service, decision_id)
         enforce, audit = await output.screen(_texts(cleaned), final=True)
         headers["x-shieldbench-output"] = audit["decision"]
-        if enforce:
-            body["choices"] = [blank_choice(c, chunk=False) for c in body["choices"]]
-            body["shieldbench"] = output.extension(audit)
+        if enforce:  # no text of the answer stays, its id and model included
+            body = {
+                "id": f"shieldbench-{decision_id}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "choices": [blank_choice(c, chunk=False) for c in body["choices"]],
+                "shieldbench": output.extension(audit),
+            }
     if as_stream:
         chunks = [_as_chunk(body), _DONE]
         return StreamingResponse(_iterate(chunks), media_type="text/event-stream", headers=headers)
