@@ -47,7 +47,7 @@ def test_check_blocks_and_allows_with_decision_header(server: Server) -> None:
     assert allowed.json()["blocked"] is False
 
 
-def test_messages_screen_configured_roles_and_tool_results(server: Server) -> None:
+def test_messages_screen_every_role_and_refuse_unknown_ones(server: Server) -> None:
     with server.client(headers=AUTH) as c:
         only_system = c.post(
             "/v1/check", json={"messages": [{"role": "system", "content": ATTACK}]}
@@ -61,8 +61,14 @@ def test_messages_screen_configured_roles_and_tool_results(server: Server) -> No
                 ]
             },
         ).json()
-    assert only_system["decision"] == "allow"  # system is not a screened role by default
+        unknown = c.post("/v1/check", json={"messages": [{"role": "User", "content": ATTACK}]})
+        untyped = c.post(
+            "/v1/check", json={"messages": [{"role": "user", "content": [{"text": ATTACK}]}]}
+        )
+    assert only_system["decision"] == "block"  # no role is trusted unless configured
     assert tool["decision"] == "block"  # tool results are untrusted content
+    assert unknown.status_code == 422  # "User" is not a role: refused, not skipped
+    assert untyped.status_code == 422  # a content part without a type: refused
 
 
 def test_preprocessing_strips_infrastructure_tags(server: Server) -> None:
@@ -113,7 +119,8 @@ def test_litellm_generic_guardrail_api(server: Server) -> None:
             json={"texts": ["What is the capital of France?"], "input_type": "request"},
         ).json()
     assert blocked["action"] == "BLOCKED"
-    assert "instruction_override" in blocked["blocked_reason"]
+    assert blocked["blocked_reason"].startswith("the request was blocked")
+    assert "instruction_override" not in blocked["blocked_reason"]  # expose_reasons: false
     assert allowed == {"action": "NONE", "blocked_reason": None}
 
 
