@@ -13,6 +13,7 @@ import pytest
 import schemathesis
 from guardtest import Server, Upstream, launch, scripted_handler
 from hypothesis import HealthCheck, given, settings
+from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 pytestmark = pytest.mark.slow
 
@@ -45,7 +46,13 @@ def test_every_operation_conforms(server: Server, mode: schemathesis.GenerationM
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
     )
     def check(case: Any) -> None:  # schemathesis.Case
-        case.call_and_validate()
+        response = case.call()
+        if response.status_code == 400 and '"prompt_blocked"' in response.text:
+            # A well-formed request the guard blocked (every string of a chat request is
+            # screened, and random text can read as an attack): an answer, not a rejection.
+            case.validate_response(response, excluded_checks=[positive_data_acceptance])
+        else:
+            case.validate_response(response)
 
     check()
     with server.client() as c:

@@ -12,6 +12,7 @@ __all__ = [
     "ChatRequest",
     "CheckRequest",
     "CheckResponse",
+    "ContentPart",
     "DefenseRef",
     "ErrorBody",
     "FeedbackRequest",
@@ -22,6 +23,14 @@ __all__ = [
 ]
 
 
+class ContentPart(BaseModel):
+    """One part of a message's content; ``type`` is one of OpenAI's part types, exactly
+    (a part without one, or ``"Text"``, is a 422); its other fields are free."""
+
+    model_config = ConfigDict(extra="allow")
+    type: Literal["text", "input_text", "refusal", "image_url", "input_audio", "file"]
+
+
 class Message(BaseModel):
     """An OpenAI-style chat message; ``content`` is a string or a list of parts.
 
@@ -30,7 +39,7 @@ class Message(BaseModel):
 
     model_config = ConfigDict(extra="allow")
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
-    content: str | list[dict[str, Any]] | None = None
+    content: str | list[ContentPart] | None = None
 
 
 class ChatRequest(BaseModel):
