@@ -111,8 +111,13 @@ def test_a_content_part_of_no_known_type_is_refused(
         b' "text": "%s", "text": "hi"}]}]}',
         b'{"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": NaN,'
         b' "x": "%s"}',
+        b'{"model": "m", "messages": [{"role": "user", "content": "hi"}], "metadata":'
+        + b'{"a": ' * 100
+        + b'"%s"'
+        + b"}" * 100
+        + b"}",
     ],
-    ids=["message", "top", "part", "nan"],
+    ids=["message", "top", "part", "nan", "deep"],
 )
 def test_a_body_that_parses_two_ways_is_refused(
     proxy: Server, upstream: Replay, raw: bytes

@@ -98,34 +98,31 @@ def parse_strict(raw: bytes) -> Any:
     ...
     shieldbench.service._chat.AmbiguousJSON: the key 'content' appears twice in one object
     """
-    # The nesting is counted on the bytes first: the parser itself recurses.
-    depth = deepest = 0
-    in_string = escaped = False
-    for byte in raw:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:
-                escaped = True
-            elif byte == 0x22:
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):
-            depth += 1
-            deepest = max(deepest, depth)
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
-    if deepest > MAX_DEPTH:
-        raise AmbiguousJSON(f"nested {deepest} levels deep; at most {MAX_DEPTH} are read")
     try:
-        return json.loads(
+        value = json.loads(
             raw.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_no_constant
         )
     except UnicodeDecodeError:
         raise AmbiguousJSON("the body is not UTF-8") from None
     except json.JSONDecodeError as exc:
         raise AmbiguousJSON(f"not valid JSON: {exc}") from None
+    except RecursionError:  # the parser recurses: nesting far past MAX_DEPTH
+        raise AmbiguousJSON(f"nested too deep; at most {MAX_DEPTH} levels are read") from None
+    deepest = _depth(value) if isinstance(value, (dict, list)) else 0
+    if deepest > MAX_DEPTH:
+        raise AmbiguousJSON(f"nested {deepest} levels deep; at most {MAX_DEPTH} are read")
+    return value
+
+
+def _depth(value: Any) -> int:
+    """How deep containers nest in ``value`` (iteratively: no recursion limit)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return deepest
 
 
 def check_roles(roles: Iterable[str]) -> tuple[str, ...]:
