@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -251,3 +252,31 @@ def test_no_secret_reaches_the_client_in_any_answer_shape(
         assert "content_filter" in response.text
     else:
         assert got == {k: t for k, t in answer.texts.items() if t}
+
+
+def test_without_an_output_defense_answers_are_checked_not_trimmed(
+    tmp_path: Path, upstream: Replay
+) -> None:
+    """Nothing is screened, so nothing is dropped (``logprobs`` stays), but a malformed
+    answer is still a recorded 502."""
+    bare = launch(tmp_path, "--defense", "pattern", "--upstream", upstream.url)
+    try:
+        body = {
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "hi"},
+                    "logprobs": {"content": [{"token": "hi", "logprob": -0.1}]},
+                }
+            ]
+        }
+        whole = _ask(bare, upstream, Reply.json(body), stream=False)
+        assert whole.json()["choices"][0]["logprobs"] == body["choices"][0]["logprobs"]
+        streamed = _ask(bare, upstream, Reply.sse([_chunk({"content": "hi"})]), stream=True)
+        assert assemble(streamed.text, streamed=True) == {(0, ("content",)): "hi"}
+        for reply in (Reply.json({"choices": ["x"]}), Reply.sse([{"choices": ["x"]}])):
+            response = _ask(bare, upstream, reply, stream=reply.content_type != "application/json")
+            assert response.status_code == 502
+        assert eventually(lambda: _gateway_errors(bare.db) == 2)
+    finally:
+        bare.stop()

@@ -65,6 +65,7 @@ class Cleaned:
     """The kept answer, the streamed texts it adds (``pieces``) and its other strings."""
 
     body: dict[str, Any]
+    source: dict[str, Any]  # the answer as parsed (forwarded when nothing is screened)
     pieces: list[Piece] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
 
@@ -209,7 +210,7 @@ def clean_answer(value: Any, *, chunk: bool) -> Cleaned:
     choices = value.get("choices")
     if not isinstance(choices, list):
         raise MalformedAnswer("the answer has no 'choices' list")
-    out = Cleaned(body={})
+    out = Cleaned(body={}, source=value)
     _copy(value, out.body, ("id", "object", "model"), str, "answer", lambda _n, v: out.label(v))
     _copy(
         value,

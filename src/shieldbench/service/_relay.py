@@ -1,5 +1,9 @@
 """The upstream's answer on its way back: kept fields only, screened, or a 502 that says why.
 
+With an output defense, only the allow-list of :mod:`._answer` reaches the client;
+without one nothing is screened, and an answer of a valid shape is forwarded whole (as
+parsed and re-serialised: ``logprobs`` and extensions included).
+
 - A whole answer (JSON) is cleaned to the allow-list of :mod:`._answer`, every kept
   text is screened in one call, and on a hit (``enforce`` mode) every choice loses
   its texts and gets ``finish_reason: "content_filter"`` (HTTP 200, as OpenAI
@@ -139,7 +143,7 @@ async def complete(
     except ValueError as exc:  # not JSON, or a MalformedAnswer
         message = str(exc) if isinstance(exc, MalformedAnswer) else "not JSON"
         return await gateway_error(service, decision_id, "invalid_body", message, 502)
-    body = cleaned.body
+    body = cleaned.body if service.output is not None else cleaned.source
     if service.output is not None:
         output = _Output(service, decision_id)
         enforce, audit = await output.screen(_texts(cleaned), final=True)
@@ -278,8 +282,8 @@ async def _relay(
     try:
         while cleaned is not None:
             indices.update(c["index"] for c in cleaned.body["choices"])
-            if output is None:
-                yield _sse(cleaned.body)
+            if output is None:  # nothing screened: the chunk as parsed, whole
+                yield _sse(cleaned.source)
             elif hold.add(_sse(cleaned.body), cleaned.pieces, cleaned.labels) and holdback:
                 enforce, audit = await output.screen(hold.windows(final=False), final=False)
                 if enforce:
