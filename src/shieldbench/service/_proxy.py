@@ -71,7 +71,10 @@ async def _forward(
     url = service.config.upstream.rstrip("/") + "/chat/completions"
     headers = _upstream_headers(request, service)
     try:
-        response = await service.upstream.post(url, data=payload, headers=headers)
+        # No redirects: the screened request (and the upstream key) goes to the upstream only.
+        response = await service.upstream.post(
+            url, data=payload, headers=headers, allow_redirects=False
+        )
     except TimeoutError as exc:
         return await gateway_error(service, decision_id, "timeout", str(exc) or "timed out", 504)
     except aiohttp.ClientError as exc:

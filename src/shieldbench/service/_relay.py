@@ -179,7 +179,7 @@ async def upstream_refusal(
     kept = {
         k: error[k]
         for k in ("message", "type", "code", "param")
-        if isinstance(error, dict) and isinstance(error.get(k), (str, int)) and error[k] is not True
+        if isinstance(error, dict) and type(error.get(k)) in (str, int)  # a bool is no code
     }
     if not isinstance(kept.get("message"), str):
         kept["message"] = f"the upstream answered HTTP {status}"
