@@ -178,6 +178,14 @@ def test_an_upstream_4xx_message_is_screened(proxy: Server, upstream: Replay) ->
     _no_secret(response.text)
 
 
+def test_an_upstream_redirect_is_not_followed(proxy: Server, upstream: Replay) -> None:
+    before = len(upstream.received)
+    response = _ask(proxy, upstream, Reply([b"{}"], status=307), stream=False)
+    assert response.status_code == 307
+    assert "location" not in response.headers
+    assert len(upstream.received) == before + 1
+
+
 def _gateway_errors(db: str) -> int:
     store = AuditStore(db)
     try:
