@@ -12,7 +12,9 @@ the harness must stay cheap: measured ~0.075 ms of CPU per request (kernel time
 included) at 64 connections, against ~0.08-0.11 ms for the asyncio-streams
 version it replaced.
 
-Every request gets ``{"blocked": false, "score": 0.1}``.
+Every request gets ``{"blocked": false, "score": 0.1}``; with a second argument
+``chat`` (``_loopback_server.py 0 chat``) a one-choice chat completion instead, for the
+screening proxy (which forwards only answers of OpenAI's shapes).
 """
 
 from __future__ import annotations
@@ -20,11 +22,21 @@ from __future__ import annotations
 import asyncio
 import sys
 
-BODY = b'{"blocked": false, "score": 0.1}'
-RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (
-    len(BODY),
-    BODY,
+GUARD_BODY = b'{"blocked": false, "score": 0.1}'
+CHAT_BODY = (
+    b'{"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",'
+    b' "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello."},'
+    b' "finish_reason": "stop"}], "usage": {"prompt_tokens": 5, "completion_tokens": 2,'
+    b' "total_tokens": 7}}'
 )
+
+
+def _response(body: bytes) -> bytes:
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+    return head % len(body) + body
+
+
+RESPONSE = _response(CHAT_BODY if sys.argv[2:3] == ["chat"] else GUARD_BODY)
 
 
 class Guard(asyncio.Protocol):

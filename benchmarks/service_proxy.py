@@ -1,6 +1,7 @@
 """The screening proxy's added latency over a direct call to a loopback upstream.
 
-The upstream is ``benchmarks/_loopback_server.py`` (constant JSON answer, no delay).
+The upstream is ``benchmarks/_loopback_server.py ... chat`` (a constant chat completion,
+no delay).
 Direct: POST to it; proxied: POST ``/v1/chat/completions`` through the guard
 (``pattern`` screens the user message, the audit record is committed, then the body is
 forwarded with httpx and the answer returned). Concurrency 8, interleaved rounds.
@@ -19,7 +20,7 @@ from _service_harness import load, ms, quantile, start
 
 def main(n: int = 1500) -> None:
     upstream = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("_loopback_server.py")), "0"],
+        [sys.executable, str(Path(__file__).with_name("_loopback_server.py")), "0", "chat"],
         stdout=subprocess.PIPE,
         text=True,
     )
