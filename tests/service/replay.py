@@ -58,6 +58,7 @@ class Replay:
     url: str = ""
     script: list[Reply] = field(default_factory=list)
     received: list[bytes] = field(default_factory=list)
+    sent: int = 0  # body chunks written so far, over all replies
 
     def bodies(self) -> list[Any]:
         return [json.loads(raw) for raw in self.received]
@@ -84,6 +85,7 @@ def _handler(record: Replay) -> type[BaseHTTPRequestHandler]:
             for chunk in reply.chunks:
                 self.wfile.write(chunk)
                 self.wfile.flush()
+                record.sent += 1
                 if reply.pause_s:
                     time.sleep(reply.pause_s)
 

@@ -154,6 +154,27 @@ def test_a_key_across_a_check_boundary_is_never_released_in_part(
         assert "AKIA" not in response.text
 
 
+def test_a_clean_stream_is_released_while_it_arrives(proxy: Server, upstream: Replay) -> None:
+    """The hold-back delays a stream by H + up to 256 characters, not to its end: the
+    first text reaches the client while the upstream is still sending."""
+    events = [_chunk({"content": f"word{i:03d} " * 5}) for i in range(100)]  # 50 chars each
+    reply = Reply.sse(events, pause_s=0.05)
+    upstream.script[:] = [reply]
+    start = upstream.sent
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    lines: list[str] = []
+    sent_then = None
+    with proxy.client() as c, c.stream("POST", "/v1/chat/completions", json=body) as r:
+        for line in r.iter_lines():
+            if sent_then is None and line.startswith("data: ") and '"content"' in line:
+                sent_then = upstream.sent - start
+            lines.append(line)
+    text = "\n".join(lines)
+    assert sent_then is not None
+    assert sent_then < len(reply.chunks) / 2  # released with most of the answer still to come
+    assert assemble(text, streamed=True)[(0, ("content",))].endswith("word099 ")
+
+
 def test_unknown_fields_are_dropped(proxy: Server, upstream: Replay) -> None:
     body = {
         "x_debug": SECRET,
