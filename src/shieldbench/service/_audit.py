@@ -4,7 +4,8 @@
 chain, feedback, retention; opening it first moves in what a dead server left in its
 journal). The service writes through :class:`~shieldbench.service._writer.AuditWriter`
 (records are chained and made durable in the local journal before the answer, then
-moved here in batches). :func:`verify_chain` recomputes every hash and names the first
+moved here in batches). ``verify_chain`` (:mod:`~shieldbench.service._verify`)
+recomputes every hash, checks every column against the hashed body, and names each
 broken record.
 
 Retention deletes records older than an age and appends a ``retention`` record whose
@@ -15,41 +16,52 @@ Example:
     >>> import tempfile
     >>> store = AuditStore(tempfile.mkdtemp() + "/history.db")
     >>> store.append([{"kind": "decision", "id": "d1", "created": 1.0, "decision": "allow"}])
-    >>> verify_chain(store).ok
-    True
+    >>> store.head()[0]
+    1
     >>> store.close()
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import orjson
 import sqlalchemy as sa
 
 from shieldbench.alerts import Alert, Delivery
-from shieldbench.service._journal import Journal, JournalLine, journal_path
+from shieldbench.service._journal import (
+    Journal,
+    JournalLine,
+    Record,
+    Unreadable,
+    chain_hash,
+    chain_hash_bytes,
+    journal_path,
+    quarantine,
+    quarantine_path,
+    quarantined_count,
+)
 from shieldbench.service._tables import audit_table, feedback_table
 from shieldbench.store import open_store
 
 __all__ = [
+    "GENESIS",
     "AuditStore",
-    "ChainReport",
+    "Recovery",
     "audit_row",
     "canonical",
     "canonical_bytes",
     "chain_hash",
     "chain_hash_bytes",
-    "verify_chain",
 ]
 
 _log = logging.getLogger("shieldbench.service.audit")
@@ -74,16 +86,6 @@ def canonical_bytes(body: Mapping[str, Any]) -> bytes:
         return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
-def chain_hash(prev_hash: str, body: str) -> str:
-    """``sha256(prev_hash + body)`` as hex."""
-    return chain_hash_bytes(prev_hash, body.encode("utf-8", "surrogatepass"))
-
-
-def chain_hash_bytes(prev_hash: str, body: bytes) -> str:
-    """:func:`chain_hash` of a body already encoded (what the writer journals)."""
-    return hashlib.sha256(prev_hash.encode() + body).hexdigest()
-
-
 def _utc(posix: float) -> datetime:
     return datetime.fromtimestamp(posix, UTC)
 
@@ -103,6 +105,16 @@ def audit_row(line: JournalLine, body: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """What the last replay of a journal did: records moved into the store, unreadable
+    stretches quarantined, and the quarantine file (``None`` when nothing was)."""
+
+    moved: int
+    quarantined: int
+    quarantine: Path | None
+
+
 class AuditStore:
     """The audit and feedback tables of one history store (opened and migrated here)."""
 
@@ -110,8 +122,10 @@ class AuditStore:
         self._store = open_store(db)
         self.url = self._store.url
         self.journal_path = journal_path(self._store.backend, self.url)
+        self.quarantine_path = quarantine_path(self.journal_path)
         self._head: tuple[int, str] | None = None
         self._lock = threading.RLock()  # one appender at a time: the chain is a sequence
+        self.recovery = Recovery(0, 0, None)
         if recover and self.journal_path.exists():
             # A server that died left records in its journal: move them in first (a
             # journal a live server holds is its own business: it is skipped).
@@ -121,6 +135,11 @@ class AuditStore:
                     self.replay(journal)
                 finally:
                     journal.close()
+
+    def quarantined(self) -> int:
+        """How many unreadable stretches of the journal sit in :attr:`quarantine_path`
+        (``0``: none; the file is kept until an operator moves it away)."""
+        return quarantined_count(self.journal_path)
 
     def journal_held(self) -> bool:
         """Whether a running server holds this store's audit journal (it writes the chain)."""
@@ -171,26 +190,91 @@ class AuditStore:
                 raise
             self._head = (int(rows[-1]["seq"]), str(rows[-1]["hash"]))
 
-    def replay(self, journal: Journal, *, batch: int = 1000) -> int:
-        """Move the journal's records that the store lacks into it; empty the journal."""
+    def replay(self, journal: Journal, *, batch: int = 1000) -> Recovery:
+        """Move the journal's records that the store lacks into it; empty the journal.
+
+        Every readable record goes in, whatever damage comes before or after it; the
+        bytes that hold no record, and readable records the store refuses (a sequence
+        number it holds with another hash, a duplicate id), are appended to the
+        quarantine file first (synced), and only then is the journal emptied. A gap
+        they leave in the chain stays for :func:`verify_chain` to report."""
         with self._lock:
             self._head = None
-            head = self.head()[0]
-            rows: list[dict[str, Any]] = []
+            head = last = self.head()[0]
+            pending: list[Record] = []
+            known: list[Record] = []
+            bad: list[Unreadable] = []
             moved = 0
-            for line in journal.lines():
-                if line.seq <= head:
-                    continue
-                rows.append(audit_row(line, json.loads(line.body)))
-                if len(rows) >= batch:
-                    self.insert_chained(rows)
-                    moved, rows = moved + len(rows), []
-            self.insert_chained(rows)
-            moved += len(rows)
+            for item in journal.scan():
+                if isinstance(item, Unreadable):
+                    bad.append(item)
+                elif item.line.seq > last:
+                    pending.append(item)
+                    last = item.line.seq
+                elif item.line.seq <= head:  # moved before the server died, most likely
+                    known.append(item)
+                else:
+                    bad.append(item.unreadable(f"sequence number {item.line.seq} repeated"))
+                if len(pending) >= batch:
+                    moved += self._insert_recovered(pending, bad)
+                    pending = []
+                if len(known) >= batch:
+                    bad += self._not_stored(known)
+                    known = []
+            moved += self._insert_recovered(pending, bad)
+            bad += self._not_stored(known)
+            kept = quarantine(journal.path, bad)
             journal.clear()
+        self.recovery = Recovery(moved, kept, quarantine_path(journal.path) if kept else None)
         if moved:
             _log.warning("audit journal %s: %d record(s) moved into the store", journal.path, moved)
+        if kept:
+            _log.error(
+                "audit journal %s: %d unreadable stretch(es) quarantined in %s",
+                journal.path,
+                kept,
+                self.recovery.quarantine,
+            )
+        return self.recovery
+
+    def _insert_recovered(self, records: Sequence[Record], bad: list[Unreadable]) -> int:
+        """Insert in one transaction; if the store refuses the batch for what is in it
+        (not for being down), insert one by one and quarantine the refused."""
+        try:
+            self.insert_chained([audit_row(r.line, r.body) for r in records])
+            return len(records)
+        except (sa.exc.IntegrityError, sa.exc.DataError):
+            pass
+        moved = 0
+        for record in records:
+            try:
+                self.insert_chained([audit_row(record.line, record.body)])
+                moved += 1
+            except (sa.exc.IntegrityError, sa.exc.DataError) as exc:
+                problem = str(getattr(exc, "orig", exc)).splitlines()[0]
+                bad.append(record.unreadable(f"the store refused the record: {problem}"))
         return moved
+
+    def _not_stored(self, records: Sequence[Record]) -> list[Unreadable]:
+        """Of records at or below the store's head, those the store does not hold as is."""
+        if not records:
+            return []
+        seqs = [r.line.seq for r in records]
+        with self._store.session() as conn:
+            stored = dict(
+                conn.execute(
+                    sa.select(audit_table.c.seq, audit_table.c.hash).where(
+                        audit_table.c.seq.in_(seqs)
+                    )
+                ).all()
+            )
+        return [
+            r.unreadable(f"sequence number {r.line.seq} is in the store with another hash")
+            if r.line.seq in stored
+            else r.unreadable(f"sequence number {r.line.seq} is below the store's head, not in it")
+            for r in records
+            if stored.get(r.line.seq) != r.line.hash
+        ]
 
     def rows(
         self, *, since: float | None = None, kind: str | None = None
@@ -301,64 +385,3 @@ class AuditStore:
     def close(self) -> None:
         """Release the connection pool."""
         self._store.close()
-
-
-@dataclass(frozen=True, slots=True)
-class ChainReport:
-    """What :func:`verify_chain` found: ``ok``, how many records, the first broken one."""
-
-    ok: bool
-    records: int
-    first_broken_seq: int | None = None
-    first_broken_id: str | None = None
-    problem: str | None = None
-
-
-def verify_chain(store: AuditStore) -> ChainReport:
-    """Recompute every hash in order; the first mismatch (or gap) is named."""
-    with contextlib.closing(store.rows()) as rows:
-        return _verify(rows)
-
-
-def _check_row(row: Any, prev: str | None, expected_seq: int | None) -> str | None:
-    """What is wrong with one row given the previous one, or ``None``."""
-    seq, body = int(row.seq), str(row.body)
-    if expected_seq is not None and seq != expected_seq:
-        return f"sequence gap: expected {expected_seq}, found {seq}"
-    if prev is not None and row.prev_hash != prev:
-        return "prev_hash does not match the previous record's hash"
-    if chain_hash(str(row.prev_hash), body) != row.hash:
-        return "hash does not match the record's contents"
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return "body is not JSON"
-    if data.get("seq") != seq or data.get("id") != row.id:
-        return "body's seq/id differ from the row's"
-    return None
-
-
-def _verify(rows: Iterator[Any]) -> ChainReport:
-    prev: str | None = None
-    expected_seq: int | None = None
-    count = 0
-    anchors: dict[int, str] = {}
-    first: tuple[int, str, str] | None = None
-    problem: ChainReport | None = None
-    for row in rows:
-        count += 1
-        if first is None:
-            first = (int(row.seq), str(row.id), str(row.prev_hash))
-        issue = _check_row(row, prev, expected_seq)
-        if issue is not None:
-            problem = ChainReport(False, count, int(row.seq), str(row.id), issue)
-            break
-        data = json.loads(row.body)
-        if data.get("kind") == "retention":
-            anchors[int(data["first_kept_seq"])] = str(data["anchor_hash"])
-        prev, expected_seq = str(row.hash), int(row.seq) + 1
-    if first is not None and first[0] != 1:  # a missing prefix is the earliest problem
-        seq0, rid0, prev0 = first
-        if anchors.get(seq0) != prev0 and prev0 != GENESIS:
-            return ChainReport(False, count, seq0, rid0, "records before it were removed")
-    return problem or ChainReport(True, count)
