@@ -223,7 +223,7 @@ class AuditStore:
                     known = []
             moved += self._insert_recovered(pending, bad)
             bad += self._not_stored(known)
-            kept = quarantine(journal.path, bad)
+            kept = quarantine(journal.path, sorted(bad, key=lambda u: u.offset))
             journal.clear()
         self.recovery = Recovery(moved, kept, quarantine_path(journal.path) if kept else None)
         if moved:

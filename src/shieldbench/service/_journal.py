@@ -246,7 +246,8 @@ def _scan_line(raw: bytes, number: int, offset: int) -> Iterator[Record | Unread
     if not isinstance(parsed, str):
         yield parsed
         return
-    for match in _RECORD_START.finditer(raw):
+    position = 0  # candidates overlap (a torn hash's hex digits run into the next seq)
+    while (match := _RECORD_START.search(raw, position)) is not None:
         digits_end = raw.index(b"\t", match.start())
         for start in range(max(match.start(), 1), digits_end):
             found = _parse(raw[start:], number, offset + start)
@@ -255,6 +256,7 @@ def _scan_line(raw: bytes, number: int, offset: int) -> Iterator[Record | Unread
                 yield Unreadable(number, offset, raw[:start], reason)
                 yield found
                 return
+        position = digits_end + 1
     yield Unreadable(number, offset, raw, parsed)
 
 
@@ -267,7 +269,7 @@ def _parse(raw: bytes, number: int, offset: int) -> Record | str:
         return "not a record (fields missing)"
     seq, prev, digest, body = fields
     hashes = _HEX64.fullmatch(prev) and _HEX64.fullmatch(digest)
-    if not (seq.isdigit() and len(seq) < 19 and hashes):
+    if not (seq.isdigit() and len(seq) < 19 and seq == b"%d" % int(seq) and hashes):
         return "not a record (malformed sequence number or hash)"
     if chain_hash_bytes(prev.decode(), body) != digest.decode():
         return "the bytes do not match the record's hash (corrupted or torn)"
