@@ -37,6 +37,7 @@ from typing import Any
 import orjson
 import sqlalchemy as sa
 
+from shieldbench._redact import has_secrets, mask_all, redact_all
 from shieldbench.alerts import Alert, Delivery
 from shieldbench.service._journal import (
     Journal,
@@ -62,10 +63,35 @@ __all__ = [
     "canonical_bytes",
     "chain_hash",
     "chain_hash_bytes",
+    "scrub_record",
 ]
 
 _log = logging.getLogger("shieldbench.service.audit")
 GENESIS = "0" * 64
+
+
+#: The fields of a record that a defense wrote (messages: every credential shape is
+#: masked); the others are the service's own or the request's data (registered
+#: credentials masked).
+_SAID = ("label", "reasons", "error")
+_PLAIN = frozenset({int, float, bool})
+
+
+def scrub_record(body: dict[str, Any]) -> dict[str, Any]:
+    """Redact ``body`` in place before it is hashed and journalled (and return it).
+
+    A defense's label, reasons and error (a server may echo the credential it was
+    sent, or any key) go through :func:`~shieldbench._redact.redact_all`; the rest
+    (text, preview, metadata) through :func:`~shieldbench._redact.mask_all`."""
+    for key in _SAID:
+        value = body.get(key)
+        if value:
+            body[key] = redact_all(value)
+    if has_secrets():
+        for key, value in body.items():
+            if key not in _SAID and value is not None and type(value) not in _PLAIN:
+                body[key] = mask_all(value)
+    return body
 
 
 def canonical(body: Mapping[str, Any]) -> str:
@@ -171,7 +197,7 @@ class AuditStore:
         rows = []
         for body in bodies:
             seq += 1
-            text = canonical({**body, "seq": seq})
+            text = canonical(scrub_record({**body, "seq": seq}))
             digest = chain_hash(prev, text)
             rows.append(audit_row(JournalLine(seq, prev, digest, text), body))
             prev = digest

@@ -28,7 +28,13 @@ import time
 from typing import Any
 
 from shieldbench.errors import StoreError
-from shieldbench.service._audit import AuditStore, audit_row, canonical_bytes, chain_hash_bytes
+from shieldbench.service._audit import (
+    AuditStore,
+    audit_row,
+    canonical_bytes,
+    chain_hash_bytes,
+    scrub_record,
+)
 from shieldbench.service._journal import Journal, JournalLine, line_bytes
 
 __all__ = ["AuditWriter"]
@@ -92,9 +98,11 @@ class AuditWriter:
         (against a process crash; see ``fsync_s``). Raises ``OSError`` if it is not.
         ``body`` is the caller's no more: the writer thread reads it later.
 
+        The body is redacted first (:func:`~shieldbench.service._audit.scrub_record`).
         On the event loop, so in bytes: the JSON as orjson writes it, hashed and
         written as is (what ``chain_hash`` and ``encode_line`` compute from the text);
         the store's row is made by the writer thread."""
+        scrub_record(body)  # redacted before it is hashed, journalled or stored
         with self._lock:
             seq, prev = self._seq + 1, self._prev
             body["seq"] = seq  # the caller's no more (see above)
