@@ -128,13 +128,14 @@ def test_a_guard_that_echoes_secrets_leaves_none_in_the_history_or_its_export(
     echo_guard: str, tmp_path: Path
 ) -> None:
     data = tmp_path / "d.jsonl"
-    rows = [
-        {"id": f"s{i}", "text": text, "label": label}
-        for i, (text, label) in enumerate(
-            [("an attack", "attack"), ("hello", "benign"), ("FAIL me", "attack")]
-            + [("GARBLE this", "benign"), ("another attack", "attack")]
-        )
+    texts = [
+        ("an attack", "attack"),
+        ("hello", "benign"),
+        ("FAIL me", "attack"),
+        ("GARBLE this", "benign"),
+        ("another attack", "attack"),
     ]
+    rows = [{"id": f"s{i}", "text": t, "label": label} for i, (t, label) in enumerate(texts)]
     data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     db_file = tmp_path / "h.db"
     spec = f"http({echo_guard}, header.Authorization=Bearer env:ECHO_TOKEN, retries=0)"
