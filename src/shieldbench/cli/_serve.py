@@ -193,6 +193,7 @@ def audit_export(
         raise ConfigError("audit export: only --labelled export exists; pass --labelled")
     store = AuditStore(db)
     try:
+        _report_quarantine(store)
         summary = export_labelled(store, out)
     finally:
         store.close()
@@ -214,6 +215,7 @@ def audit_prune(
         raise ConfigError(f"--older-than-days must be > 0, got {older_than_days}")
     store = AuditStore(db)
     try:
+        _report_quarantine(store)
         deleted = store.prune(older_than_days * 86400)
     finally:
         store.close()

@@ -30,15 +30,14 @@ import threading
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
 import sqlalchemy as sa
 
-from shieldbench._redact import has_secrets, mask_all, redact_all
 from shieldbench.alerts import Alert, Delivery
+from shieldbench.errors import StoreError
 from shieldbench.service._journal import (
     Journal,
     JournalLine,
@@ -50,6 +49,14 @@ from shieldbench.service._journal import (
     quarantine,
     quarantine_path,
     quarantined_count,
+)
+from shieldbench.service._record import (
+    GENESIS,
+    audit_row,
+    canonical,
+    canonical_bytes,
+    scrub_record,
+    utc,
 )
 from shieldbench.service._tables import audit_table, feedback_table
 from shieldbench.store import open_store
@@ -67,68 +74,6 @@ __all__ = [
 ]
 
 _log = logging.getLogger("shieldbench.service.audit")
-GENESIS = "0" * 64
-
-
-#: The fields of a record that a defense wrote (messages: every credential shape is
-#: masked); the others are the service's own or the request's data (registered
-#: credentials masked).
-_SAID = ("label", "reasons", "error")
-_PLAIN = frozenset({int, float, bool})
-
-
-def scrub_record(body: dict[str, Any]) -> dict[str, Any]:
-    """Redact ``body`` in place before it is hashed and journalled (and return it).
-
-    A defense's label, reasons and error (a server may echo the credential it was
-    sent, or any key) go through :func:`~shieldbench._redact.redact_all`; the rest
-    (text, preview, metadata) through :func:`~shieldbench._redact.mask_all`."""
-    for key in _SAID:
-        value = body.get(key)
-        if value:
-            body[key] = redact_all(value)
-    if has_secrets():
-        for key, value in body.items():
-            if key not in _SAID and value is not None and type(value) not in _PLAIN:
-                body[key] = mask_all(value)
-    return body
-
-
-def canonical(body: Mapping[str, Any]) -> str:
-    """The JSON a record is hashed over: sorted keys, no spaces, UTF-8 kept.
-
-    orjson writes it (~10x faster); what orjson refuses (a lone surrogate, an integer
-    over 64 bits) the json module writes, in ASCII (``\\ud800`` escapes: a database
-    stores that, not a raw surrogate). The hash covers the stored text, which is never
-    re-serialised, so the two need not agree on formatting."""
-    return canonical_bytes(body).decode()
-
-
-def canonical_bytes(body: Mapping[str, Any]) -> bytes:
-    """:func:`canonical` as the UTF-8 bytes the journal writes and the chain hashes."""
-    try:
-        return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
-    except TypeError:  # orjson.JSONEncodeError is a TypeError
-        return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
-
-
-def _utc(posix: float) -> datetime:
-    return datetime.fromtimestamp(posix, UTC)
-
-
-def audit_row(line: JournalLine, body: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``guard_audit`` row of a chained record (``body`` is ``line.body`` parsed)."""
-    return {
-        "seq": line.seq,
-        "id": str(body["id"]),
-        "kind": str(body["kind"]),
-        "ref": body.get("ref"),
-        "created": _utc(float(body["created"])),
-        "decision": body.get("decision"),
-        "body": line.body,
-        "prev_hash": line.prev_hash,
-        "hash": line.hash,
-    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,7 +194,14 @@ class AuditStore:
                     known = []
             moved += self._insert_recovered(pending, bad)
             bad += self._not_stored(known)
-            kept = quarantine(journal.path, sorted(bad, key=lambda u: u.offset))
+            try:
+                kept = quarantine(journal.path, sorted(bad, key=lambda u: u.offset))
+            except OSError as exc:  # the journal stays as it is: nothing is lost
+                raise StoreError(
+                    f"audit journal {journal.path}: cannot write its quarantine file"
+                    f" {quarantine_path(journal.path)} ({exc.strerror or exc}); the journal"
+                    " is kept: free space or fix permissions, then open the store again"
+                ) from None
             journal.clear()
         self.recovery = Recovery(moved, kept, quarantine_path(journal.path) if kept else None)
         if moved:
@@ -308,7 +260,7 @@ class AuditStore:
         """Audit rows in chain order (optionally newer than ``since`` / of one kind)."""
         query = sa.select(audit_table).order_by(audit_table.c.seq)
         if since is not None:
-            query = query.where(audit_table.c.created >= _utc(since))
+            query = query.where(audit_table.c.created >= utc(since))
         if kind is not None:
             query = query.where(audit_table.c.kind == kind)
         with self._store.session() as conn:
@@ -338,7 +290,7 @@ class AuditStore:
                     "label": label,
                     "reviewer": reviewer,
                     "note": note,
-                    "created": _utc(time.time()),
+                    "created": utc(time.time()),
                 },
             )
 
@@ -350,7 +302,7 @@ class AuditStore:
             .order_by(feedback_table.c.seq)
         )
         if since is not None:
-            query = query.where(audit_table.c.created >= _utc(since))
+            query = query.where(audit_table.c.created >= utc(since))
         with self._store.session() as conn:
             return {str(r[0]): (str(r[1]), str(r[2])) for r in conn.execute(query)}
 
@@ -370,7 +322,7 @@ class AuditStore:
             return self._prune(cutoff, chain or (lambda body: self._append([body])))
 
     def _prune(self, cutoff_posix: float, chain: Callable[[dict[str, Any]], object]) -> int:
-        cutoff = _utc(cutoff_posix)
+        cutoff = utc(cutoff_posix)
         with self._store.session(write=True) as conn:
             first_kept = conn.execute(
                 sa.select(audit_table.c.seq, audit_table.c.prev_hash)
