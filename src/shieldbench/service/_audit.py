@@ -86,6 +86,10 @@ class Recovery:
     quarantine: Path | None
 
 
+#: What the store answers to a record it will never take (retrying cannot help).
+_REFUSED = (sa.exc.IntegrityError, sa.exc.DataError)
+
+
 class AuditStore:
     """The audit and feedback tables of one history store (opened and migrated here)."""
 
@@ -216,22 +220,27 @@ class AuditStore:
         return self.recovery
 
     def _insert_recovered(self, records: Sequence[Record], bad: list[Unreadable]) -> int:
-        """Insert in one transaction; if the store refuses the batch for what is in it
-        (not for being down), insert one by one and quarantine the refused."""
+        refused = self.insert_isolating([audit_row(r.line, r.body) for r in records])
+        for index, why in refused:
+            bad.append(records[index].unreadable(f"the store refused the record: {why}"))
+        return len(records) - len(refused)
+
+    def insert_isolating(self, rows: Sequence[Mapping[str, Any]]) -> list[tuple[int, str]]:
+        """:meth:`insert_chained`; if the store refuses the batch for what is in it (a
+        constraint, a value too long; not for being down, which raises), insert the
+        rows one by one. Returns the refused rows' indexes and why."""
         try:
-            self.insert_chained([audit_row(r.line, r.body) for r in records])
-            return len(records)
-        except (sa.exc.IntegrityError, sa.exc.DataError):
+            self.insert_chained(rows)
+            return []
+        except _REFUSED:
             pass
-        moved = 0
-        for record in records:
+        refused = []
+        for index, row in enumerate(rows):
             try:
-                self.insert_chained([audit_row(record.line, record.body)])
-                moved += 1
-            except (sa.exc.IntegrityError, sa.exc.DataError) as exc:
-                problem = str(getattr(exc, "orig", exc)).splitlines()[0]
-                bad.append(record.unreadable(f"the store refused the record: {problem}"))
-        return moved
+                self.insert_chained([row])
+            except _REFUSED as exc:
+                refused.append((index, str(getattr(exc, "orig", exc)).splitlines()[0]))
+        return refused
 
     def _not_stored(self, records: Sequence[Record]) -> list[Unreadable]:
         """Of records at or below the store's head, those the store does not hold as is."""

@@ -35,7 +35,13 @@ from shieldbench.service._audit import (
     chain_hash_bytes,
     scrub_record,
 )
-from shieldbench.service._journal import Journal, JournalLine, line_bytes
+from shieldbench.service._journal import (
+    Journal,
+    JournalLine,
+    Unreadable,
+    line_bytes,
+    quarantine,
+)
 
 __all__ = ["AuditWriter"]
 
@@ -164,7 +170,7 @@ class AuditWriter:
             while pending:
                 batch = pending[: self.max_batch]
                 try:
-                    self.store.insert_chained(batch)
+                    self._quarantine(batch, self.store.insert_isolating(batch))
                 except Exception as exc:
                     self.failed += 1
                     backoff = min(5.0, backoff * 2 or 0.05)
@@ -189,6 +195,25 @@ class AuditWriter:
                 self._settle_waiters()
                 if stopping and not self._records and not self._later:
                     return
+
+    def _quarantine(self, batch: list[dict[str, Any]], refused: list[tuple[int, str]]) -> None:
+        """Records the store will never take (a constraint, a value too long) go to the
+        quarantine file, not back in the queue, where they would hold back every record
+        behind them. The chain's gap they leave is ``audit verify``'s to report."""
+        if not refused:
+            return
+        found = []
+        for index, why in refused:
+            row = batch[index]
+            body = str(row["body"]).encode("utf-8", "surrogatepass")
+            data = line_bytes(int(row["seq"]), str(row["prev_hash"]), str(row["hash"]), body)
+            found.append(Unreadable(0, 0, data, f"the store refused the record: {why}"))
+            _log.error("audit record seq=%s refused by the store: %s", row["seq"], why)
+        try:
+            quarantine(self.journal.path, found)
+        except OSError as exc:  # the log keeps them, at least
+            for item in found:
+                _log.error("audit quarantine unwritable (%s); record: %r", exc, item.data)
 
     def _background_sync(self) -> None:
         if self.fsync_s and self._dirty and time.monotonic() - self._synced >= self.fsync_s:
