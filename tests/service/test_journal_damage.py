@@ -298,19 +298,32 @@ def test_a_readable_record_the_store_refuses_is_quarantined_not_dropped(tmp_path
     # one that repeats a sequence number within the journal
     other = JournalLine(3, GENESIS, chain_hash(GENESIS, lines[2].body), lines[2].body)
     raw = [encode_line(line) for line in lines]
+    # and one whose id the store holds (its unique constraint refuses it), then one more
+    body = canonical({"kind": "decision", "id": "r2", "created": 1.0, "seq": 11})
+    dup = JournalLine(11, lines[-1].hash, chain_hash(lines[-1].hash, body), body)
+    body = canonical({"kind": "decision", "id": "r12", "created": 1.0, "seq": 12})
+    last = JournalLine(12, dup.hash, chain_hash(dup.hash, body), body)
     journal = journal_path("sqlite", str(db_path))
-    journal.write_bytes(b"".join(raw[:6]) + encode_line(other) + raw[5] + b"".join(raw[6:]))
+    journal.write_bytes(
+        b"".join(raw[:6])
+        + encode_line(other)
+        + raw[5]
+        + b"".join(raw[6:])
+        + encode_line(dup)
+        + encode_line(last)
+    )
     store = AuditStore(f"sqlite:///{db_path}")
     try:
-        assert sorted(_stored(store)) == list(range(1, 11))
+        assert sorted(_stored(store)) == [*range(1, 11), 12]
         reasons = [str(e["reason"]) for e in _quarantined(store)]
         assert reasons == [
             "sequence number 3 is in the store with another hash",
             "sequence number 6 repeated",
+            "the store refused the record: UNIQUE constraint failed: guard_audit.id",
         ]
-        assert verify_chain(store).ok
-        assert store.recovery.quarantined == 2
-        assert store.recovery.moved == 5
+        assert verify_chain(store).first_broken_seq == 12  # the gap the refusal left
+        assert store.recovery.quarantined == 3
+        assert store.recovery.moved == 6
     finally:
         store.close()
 
@@ -350,3 +363,40 @@ def test_a_write_the_file_size_limit_cuts_leaves_no_torn_bytes(tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["refused", "27", str(len(first))]  # EFBIG, cut back
     assert path.read_bytes() == first + second
+
+
+def test_a_record_the_store_refuses_live_is_quarantined_and_the_rest_flows(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    from shieldbench.service._writer import AuditWriter
+
+    store = AuditStore(f"sqlite:///{tmp_path / 'live.db'}", recover=False)
+    writer = AuditWriter(store, period_s=0.01)
+
+    def body(ident: str) -> dict[str, object]:
+        return {"kind": "decision", "id": ident, "created": 1.7e9, "decision": "allow"}
+
+    async def submit() -> None:
+        writer.submit(body("first"))
+        await writer.flushed()
+        writer.submit(body("first"))  # a duplicate id: the store will never take it
+        for i in range(5):
+            writer.submit(body(f"after{i}"))
+        await asyncio.wait_for(writer.flushed(), 10)
+
+    try:
+        asyncio.run(submit())
+    finally:
+        writer.close()
+    try:
+        ids = [str(row.id) for row in store.rows()]
+        assert ids == ["first"] + [f"after{i}" for i in range(5)]
+        (kept,) = _quarantined(store)
+        assert str(kept["reason"]).startswith("the store refused the record: UNIQUE")
+        report = verify_chain(store)
+        assert report.first_broken_seq == 3  # the refused record's gap, reported
+        assert store.journal_path.read_bytes() == b""
+    finally:
+        store.close()

@@ -90,6 +90,14 @@ class Recovery:
 _REFUSED = (sa.exc.IntegrityError, sa.exc.DataError)
 
 
+def _refusal(exc: BaseException) -> str | None:
+    """Why the store refused a record for what is in it (``None``: another failure)."""
+    cause = exc if isinstance(exc, _REFUSED) else exc.__cause__
+    if isinstance(cause, _REFUSED):
+        return str(getattr(cause, "orig", cause)).splitlines()[0]
+    return None
+
+
 class AuditStore:
     """The audit and feedback tables of one history store (opened and migrated here)."""
 
@@ -232,14 +240,18 @@ class AuditStore:
         try:
             self.insert_chained(rows)
             return []
-        except _REFUSED:
-            pass
+        except (StoreError, *_REFUSED) as exc:
+            if _refusal(exc) is None:
+                raise
         refused = []
         for index, row in enumerate(rows):
             try:
                 self.insert_chained([row])
-            except _REFUSED as exc:
-                refused.append((index, str(getattr(exc, "orig", exc)).splitlines()[0]))
+            except (StoreError, *_REFUSED) as exc:
+                why = _refusal(exc)
+                if why is None:
+                    raise
+                refused.append((index, why))
         return refused
 
     def _not_stored(self, records: Sequence[Record]) -> list[Unreadable]:
