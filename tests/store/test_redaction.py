@@ -161,8 +161,6 @@ def test_a_guard_that_echoes_secrets_leaves_none_in_the_history_or_its_export(
 
 # -- every field, every path, planted at random points (property-based) ----------------
 
-register_secret(TOKEN)  # as building the defense above does in its own process
-
 _FILLER = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=30)
 
 
@@ -212,6 +210,7 @@ def test_no_planted_secret_reaches_the_store_on_any_path(
     e2e: str,
     alert: str,
 ) -> None:
+    register_secret(TOKEN)  # as building the defense above does, in its own process
     db_file = tmp_path_factory.mktemp("redact") / "h.db"
     store = open_store(f"sqlite:///{db_file}")
     try:
