@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import sqlalchemy as sa
 from shieldbench.errors import ConfigError
 from shieldbench.service import AuditStore, export_labelled, verify_chain
 from shieldbench.service._stats import quality
+from shieldbench.service._tables import audit_table
 
 
 def _decision(i: int, *, decision: str = "allow", text: str | None = None) -> dict[str, object]:
@@ -145,3 +147,109 @@ def test_store_from_a_newer_schema_is_refused(tmp_path: Path) -> None:
     _sql(url, "UPDATE alembic_version SET version_num = '9999'")
     with pytest.raises(StoreError, match="newer shieldbench"):
         AuditStore(url)
+
+
+def _changed(value: object) -> object:
+    """Another value of a column's type (what an edit in the database would leave)."""
+    if isinstance(value, datetime):
+        return value + timedelta(hours=1)
+    if isinstance(value, int):
+        return value + 1000
+    assert isinstance(value, str)  # every column of the edited row holds a value
+    return "tampered"
+
+
+def test_an_edit_of_any_column_of_the_audit_table_is_named_by_seq(store_url: str) -> None:
+    """Iterates the table's columns as the schema declares them: a column added later
+    without chain coverage fails here (verify reports it "not covered")."""
+    store = AuditStore(store_url)
+    engine = sa.create_engine(store_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    try:
+        bodies = [_decision(i) for i in range(1, 6)]
+        bodies[2]["ref"] = "d1"  # every nullable column holds a value somewhere
+        store.append(bodies)
+        assert verify_chain(store).ok
+        where = audit_table.c.seq == 3
+        for column in audit_table.columns:
+            with engine.begin() as conn:
+                old = conn.scalar(sa.select(column).where(where))
+                new = _changed(old)
+                conn.execute(audit_table.update().where(where).values({column.name: new}))
+            report = verify_chain(store)
+            named = {p.seq: p.problem for p in report.problems}
+            edited = int(new) if column.name == "seq" else 3  # type: ignore[call-overload]
+            assert not report.ok, column.name
+            assert edited in named, (column.name, report)
+            if column.name in {"id", "kind", "ref", "created", "decision"}:
+                assert f"column {column.name} differs" in named[edited]
+            with engine.begin() as conn:
+                back = audit_table.c.seq == edited
+                conn.execute(audit_table.update().where(back).values({column.name: old}))
+            assert verify_chain(store).ok, column.name
+    finally:
+        engine.dispose()
+        store.close()
+
+
+def test_verify_names_every_broken_record_not_only_the_first(store_url: str) -> None:
+    store = AuditStore(store_url)
+    try:
+        store.append([_decision(i) for i in range(1, 9)])
+        _sql(store_url, "UPDATE guard_audit SET decision = 'block' WHERE seq = 2")
+        _sql(store_url, "UPDATE guard_audit SET kind = 'warn' WHERE seq = 7")
+        report = verify_chain(store)
+        assert [(p.seq, p.id) for p in report.problems] == [(2, "d2"), (7, "d7")]
+        assert (report.first_broken_seq, report.records) == (2, 8)
+    finally:
+        store.close()
+
+
+def test_decision_kind_and_created_edits_fail_audit_verify(tmp_path: Path) -> None:
+    from guardtest import cli
+
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    store = AuditStore(url)
+    store.append([_decision(i) for i in range(1, 6)])
+    store.close()
+    _sql(url, "UPDATE guard_audit SET decision = 'block' WHERE seq = 2")
+    _sql(url, "UPDATE guard_audit SET kind = 'warn' WHERE seq = 3")
+    _sql(url, "UPDATE guard_audit SET created = '2001-01-01 00:00:00.000000' WHERE seq = 4")
+    done = cli("audit", "verify", "--db", url)
+    assert done.returncode == 1
+    for seq, column in ((2, "decision"), (3, "kind"), (4, "created")):
+        assert f"seq={seq} id=d{seq}: column {column} differs from the hashed body" in done.stderr
+
+
+# A record as the version before the column check wrote it (the hash scheme is the
+# same: sha256(prev_hash + canonical body)); frozen here, so a change of the hash
+# function or of the body's canonical form shows up as a failure of this test.
+_OLD_BODY = '{"created":1764288000.0,"decision":"block","id":"old1","kind":"decision","seq":1}'
+_OLD_HASH = "484731c74fc1bcbfd820df4eff5149b57494ce3a74095fe59db7845be8bfe693"
+
+
+def test_records_written_before_the_column_check_verify_and_are_covered(tmp_path: Path) -> None:
+    from shieldbench.service._audit import GENESIS, chain_hash
+
+    assert chain_hash(GENESIS, _OLD_BODY) == _OLD_HASH
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    AuditStore(url).close()
+    _sql(
+        url,
+        "INSERT INTO guard_audit (seq, id, kind, ref, created, decision, body, prev_hash, hash)"
+        " VALUES (1, 'old1', 'decision', NULL, '2025-11-28 00:00:00.000000', 'block',"
+        " :body, :prev, :hash)",
+        body=_OLD_BODY,
+        prev=GENESIS,
+        hash=_OLD_HASH,
+    )
+    store = AuditStore(url)
+    try:
+        assert verify_chain(store).ok
+        store.append([_decision(2)])  # the chain goes on from the old record
+        assert verify_chain(store).ok
+        _sql(url, "UPDATE guard_audit SET decision = 'allow' WHERE seq = 1")
+        report = verify_chain(store)
+        assert (report.first_broken_seq, report.first_broken_id) == (1, "old1")
+        assert "column decision differs" in (report.problem or "")
+    finally:
+        store.close()

@@ -1,7 +1,8 @@
 """The audit journal and the writer in front of the store; the inline defense call.
 
 In process, on real files and a real SQLite store: what a dead server leaves in its
-journal is moved into the store by whoever opens it next (a torn last line skipped),
+journal is moved into the store by whoever opens it next (a torn last line is
+quarantined: see ``test_journal_damage.py`` for damage anywhere),
 a journal a live writer holds is neither replayed nor shared, the writer's chain
 continues the store's, ``flushed`` waits for the store, a journal that cannot be
 written refuses the record, and event-loop-safe defenses skip the thread pool until
@@ -69,6 +70,9 @@ def test_a_dead_servers_journal_is_moved_in_by_the_next_opener(tmp_path: Path) -
         assert _ids(reopened) == ["j1", "j2", "j3", "j4", "j5"]
         assert verify_chain(reopened).ok
         assert path.read_bytes() == b""
+        assert reopened.quarantined() == 1  # the torn line, kept
+        kept = json.loads(reopened.quarantine_path.read_text())
+        assert (kept["line"], kept["reason"]) == (5, "no line end (a torn write)")
     finally:
         reopened.close()
 

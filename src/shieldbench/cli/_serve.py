@@ -13,12 +13,15 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from shieldbench.cli._app import app, console, err_console
 from shieldbench.errors import ConfigError, StoreError
+
+if TYPE_CHECKING:
+    from shieldbench.service import AuditStore
 
 __all__ = ["audit_app"]
 
@@ -90,6 +93,12 @@ def serve(
     defenses = build_defenses(cfg)
     store = AuditStore(cfg.db)  # fail fast (exit 2) on a store that cannot be opened
     try:
+        if store.recovery.moved:
+            err_console.print(
+                f"moved {store.recovery.moved} record(s) from the journal into the store",
+                highlight=False,
+            )
+        _report_quarantine(store)  # the server starts all the same
         if store.journal_held():
             raise StoreError(
                 f"{store.url}: another running `shieldbench serve` writes this store's audit"
@@ -128,23 +137,45 @@ def serve(
 def audit_verify(
     db: Annotated[str | None, typer.Option(help="Store URL (else SHIELDBENCH_DB).")] = None,
 ) -> None:
-    """Recompute the hash chain; exit 1 naming the first broken record."""
+    """Recompute the hash chain and check every column; exit 1 naming each broken record,
+    or while unreadable journal bytes sit in the quarantine file."""
     from shieldbench.service import AuditStore, verify_chain
 
     store = AuditStore(db)
     try:
         report = verify_chain(store)
+        if store.recovery.moved:
+            console.print(f"moved {store.recovery.moved} record(s) from the journal into the store")
+        failed = _report_quarantine(store)
     finally:
         store.close()
     if report.ok:
-        console.print(f"audit log OK: {report.records} record(s), chain intact")
-        return
-    err_console.print(
-        f"audit log BROKEN at record seq={report.first_broken_seq} id={report.first_broken_id}:"
-        f" {report.problem} ({report.records} record(s) read)",
-        highlight=False,
-    )
-    raise typer.Exit(1)
+        console.print(
+            f"audit log OK: {report.records} record(s), chain intact, every column checked"
+        )
+    else:
+        for problem in report.problems:
+            err_console.print(
+                f"audit log BROKEN at record seq={problem.seq} id={problem.id}: {problem.problem}",
+                highlight=False,
+            )
+        more = f", {report.unlisted} more broken record(s) not listed" if report.unlisted else ""
+        err_console.print(f"({report.records} record(s) read{more})", highlight=False)
+    if failed or not report.ok:
+        raise typer.Exit(1)
+
+
+def _report_quarantine(store: AuditStore) -> bool:
+    """Name the store's journal quarantine file if it holds anything; whether it does."""
+    kept = store.quarantined()
+    if kept:
+        err_console.print(
+            f"audit journal: {kept} unreadable stretch(es) of the journal are quarantined in"
+            f" {store.quarantine_path}; records in them are not in the store. Inspect the"
+            " file (one JSON line each: line, offset, reason, base64 bytes), then move it away",
+            highlight=False,
+        )
+    return bool(kept)
 
 
 @audit_app.command("export")
@@ -162,6 +193,7 @@ def audit_export(
         raise ConfigError("audit export: only --labelled export exists; pass --labelled")
     store = AuditStore(db)
     try:
+        _report_quarantine(store)
         summary = export_labelled(store, out)
     finally:
         store.close()
@@ -183,6 +215,7 @@ def audit_prune(
         raise ConfigError(f"--older-than-days must be > 0, got {older_than_days}")
     store = AuditStore(db)
     try:
+        _report_quarantine(store)
         deleted = store.prune(older_than_days * 86400)
     finally:
         store.close()

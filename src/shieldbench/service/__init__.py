@@ -19,18 +19,21 @@ Example:
 from __future__ import annotations
 
 from shieldbench.service._app import create_app
-from shieldbench.service._audit import AuditStore, ChainReport, verify_chain
+from shieldbench.service._audit import AuditStore, Recovery
 from shieldbench.service._config import AlertThresholds, ServeConfig, load_api_keys, load_config
 from shieldbench.service._export import export_labelled
 from shieldbench.service._preprocess import SERVICE_STRIPPERS, preprocess
 from shieldbench.service._state import Defenses, build_defenses
+from shieldbench.service._verify import ChainProblem, ChainReport, verify_chain
 
 __all__ = [
     "SERVICE_STRIPPERS",
     "AlertThresholds",
     "AuditStore",
+    "ChainProblem",
     "ChainReport",
     "Defenses",
+    "Recovery",
     "ServeConfig",
     "build_defenses",
     "create_app",

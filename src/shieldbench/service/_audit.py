@@ -4,7 +4,8 @@
 chain, feedback, retention; opening it first moves in what a dead server left in its
 journal). The service writes through :class:`~shieldbench.service._writer.AuditWriter`
 (records are chained and made durable in the local journal before the answer, then
-moved here in batches). :func:`verify_chain` recomputes every hash and names the first
+moved here in batches). ``verify_chain`` (:mod:`~shieldbench.service._verify`)
+recomputes every hash, checks every column against the hashed body, and names each
 broken record.
 
 Retention deletes records older than an age and appends a ``retention`` record whose
@@ -15,92 +16,86 @@ Example:
     >>> import tempfile
     >>> store = AuditStore(tempfile.mkdtemp() + "/history.db")
     >>> store.append([{"kind": "decision", "id": "d1", "created": 1.0, "decision": "allow"}])
-    >>> verify_chain(store).ok
-    True
+    >>> store.head()[0]
+    1
     >>> store.close()
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
-import orjson
 import sqlalchemy as sa
 
 from shieldbench.alerts import Alert, Delivery
-from shieldbench.service._journal import Journal, JournalLine, journal_path
+from shieldbench.errors import StoreError
+from shieldbench.service._journal import (
+    Journal,
+    JournalLine,
+    Record,
+    Unreadable,
+    chain_hash,
+    chain_hash_bytes,
+    journal_path,
+    quarantine,
+    quarantine_path,
+    quarantined_count,
+)
+from shieldbench.service._record import (
+    GENESIS,
+    audit_row,
+    canonical,
+    canonical_bytes,
+    scrub_record,
+    utc,
+)
 from shieldbench.service._tables import audit_table, feedback_table
 from shieldbench.store import open_store
 
 __all__ = [
+    "GENESIS",
     "AuditStore",
-    "ChainReport",
+    "Recovery",
     "audit_row",
     "canonical",
     "canonical_bytes",
     "chain_hash",
     "chain_hash_bytes",
-    "verify_chain",
+    "scrub_record",
 ]
 
 _log = logging.getLogger("shieldbench.service.audit")
-GENESIS = "0" * 64
 
 
-def canonical(body: Mapping[str, Any]) -> str:
-    """The JSON a record is hashed over: sorted keys, no spaces, UTF-8 kept.
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """What the last replay of a journal did: records moved into the store, unreadable
+    stretches quarantined, and the quarantine file (``None`` when nothing was)."""
 
-    orjson writes it (~10x faster); what orjson refuses (a lone surrogate, an integer
-    over 64 bits) the json module writes, in ASCII (``\\ud800`` escapes: a database
-    stores that, not a raw surrogate). The hash covers the stored text, which is never
-    re-serialised, so the two need not agree on formatting."""
-    return canonical_bytes(body).decode()
-
-
-def canonical_bytes(body: Mapping[str, Any]) -> bytes:
-    """:func:`canonical` as the UTF-8 bytes the journal writes and the chain hashes."""
-    try:
-        return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
-    except TypeError:  # orjson.JSONEncodeError is a TypeError
-        return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    moved: int
+    quarantined: int
+    quarantine: Path | None
 
 
-def chain_hash(prev_hash: str, body: str) -> str:
-    """``sha256(prev_hash + body)`` as hex."""
-    return chain_hash_bytes(prev_hash, body.encode("utf-8", "surrogatepass"))
+#: What the store answers to a record it will never take (retrying cannot help).
+_REFUSED = (sa.exc.IntegrityError, sa.exc.DataError)
 
 
-def chain_hash_bytes(prev_hash: str, body: bytes) -> str:
-    """:func:`chain_hash` of a body already encoded (what the writer journals)."""
-    return hashlib.sha256(prev_hash.encode() + body).hexdigest()
-
-
-def _utc(posix: float) -> datetime:
-    return datetime.fromtimestamp(posix, UTC)
-
-
-def audit_row(line: JournalLine, body: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``guard_audit`` row of a chained record (``body`` is ``line.body`` parsed)."""
-    return {
-        "seq": line.seq,
-        "id": str(body["id"]),
-        "kind": str(body["kind"]),
-        "ref": body.get("ref"),
-        "created": _utc(float(body["created"])),
-        "decision": body.get("decision"),
-        "body": line.body,
-        "prev_hash": line.prev_hash,
-        "hash": line.hash,
-    }
+def _refusal(exc: BaseException) -> str | None:
+    """Why the store refused a record for what is in it (``None``: another failure)."""
+    cause = exc if isinstance(exc, _REFUSED) else exc.__cause__
+    if isinstance(cause, _REFUSED):
+        return str(getattr(cause, "orig", cause)).splitlines()[0]
+    return None
 
 
 class AuditStore:
@@ -110,8 +105,10 @@ class AuditStore:
         self._store = open_store(db)
         self.url = self._store.url
         self.journal_path = journal_path(self._store.backend, self.url)
+        self.quarantine_path = quarantine_path(self.journal_path)
         self._head: tuple[int, str] | None = None
         self._lock = threading.RLock()  # one appender at a time: the chain is a sequence
+        self.recovery = Recovery(0, 0, None)
         if recover and self.journal_path.exists():
             # A server that died left records in its journal: move them in first (a
             # journal a live server holds is its own business: it is skipped).
@@ -121,6 +118,11 @@ class AuditStore:
                     self.replay(journal)
                 finally:
                     journal.close()
+
+    def quarantined(self) -> int:
+        """How many unreadable stretches of the journal sit in :attr:`quarantine_path`
+        (``0``: none; the file is kept until an operator moves it away)."""
+        return quarantined_count(self.journal_path)
 
     def journal_held(self) -> bool:
         """Whether a running server holds this store's audit journal (it writes the chain)."""
@@ -152,7 +154,7 @@ class AuditStore:
         rows = []
         for body in bodies:
             seq += 1
-            text = canonical({**body, "seq": seq})
+            text = canonical(scrub_record({**body, "seq": seq}))
             digest = chain_hash(prev, text)
             rows.append(audit_row(JournalLine(seq, prev, digest, text), body))
             prev = digest
@@ -171,26 +173,107 @@ class AuditStore:
                 raise
             self._head = (int(rows[-1]["seq"]), str(rows[-1]["hash"]))
 
-    def replay(self, journal: Journal, *, batch: int = 1000) -> int:
-        """Move the journal's records that the store lacks into it; empty the journal."""
+    def replay(self, journal: Journal, *, batch: int = 1000) -> Recovery:
+        """Move the journal's records that the store lacks into it; empty the journal.
+
+        Every readable record goes in, whatever damage comes before or after it; the
+        bytes that hold no record, and readable records the store refuses (a sequence
+        number it holds with another hash, a duplicate id), are appended to the
+        quarantine file first (synced), and only then is the journal emptied. A gap
+        they leave in the chain stays for :func:`verify_chain` to report."""
         with self._lock:
             self._head = None
-            head = self.head()[0]
-            rows: list[dict[str, Any]] = []
+            head = last = self.head()[0]
+            pending: list[Record] = []
+            known: list[Record] = []
+            bad: list[Unreadable] = []
             moved = 0
-            for line in journal.lines():
-                if line.seq <= head:
-                    continue
-                rows.append(audit_row(line, json.loads(line.body)))
-                if len(rows) >= batch:
-                    self.insert_chained(rows)
-                    moved, rows = moved + len(rows), []
-            self.insert_chained(rows)
-            moved += len(rows)
+            for item in journal.scan():
+                if isinstance(item, Unreadable):
+                    bad.append(item)
+                elif item.line.seq > last:
+                    pending.append(item)
+                    last = item.line.seq
+                elif item.line.seq <= head:  # moved before the server died, most likely
+                    known.append(item)
+                else:
+                    bad.append(item.unreadable(f"sequence number {item.line.seq} repeated"))
+                if len(pending) >= batch:
+                    moved += self._insert_recovered(pending, bad)
+                    pending = []
+                if len(known) >= batch:
+                    bad += self._not_stored(known)
+                    known = []
+            moved += self._insert_recovered(pending, bad)
+            bad += self._not_stored(known)
+            try:
+                kept = quarantine(journal.path, sorted(bad, key=lambda u: u.offset))
+            except OSError as exc:  # the journal stays as it is: nothing is lost
+                raise StoreError(
+                    f"audit journal {journal.path}: cannot write its quarantine file"
+                    f" {quarantine_path(journal.path)} ({exc.strerror or exc}); the journal"
+                    " is kept: free space or fix permissions, then open the store again"
+                ) from None
             journal.clear()
+        self.recovery = Recovery(moved, kept, quarantine_path(journal.path) if kept else None)
         if moved:
             _log.warning("audit journal %s: %d record(s) moved into the store", journal.path, moved)
-        return moved
+        if kept:
+            _log.error(
+                "audit journal %s: %d unreadable stretch(es) quarantined in %s",
+                journal.path,
+                kept,
+                self.recovery.quarantine,
+            )
+        return self.recovery
+
+    def _insert_recovered(self, records: Sequence[Record], bad: list[Unreadable]) -> int:
+        refused = self.insert_isolating([audit_row(r.line, r.body) for r in records])
+        for index, why in refused:
+            bad.append(records[index].unreadable(f"the store refused the record: {why}"))
+        return len(records) - len(refused)
+
+    def insert_isolating(self, rows: Sequence[Mapping[str, Any]]) -> list[tuple[int, str]]:
+        """:meth:`insert_chained`; if the store refuses the batch for what is in it (a
+        constraint, a value too long; not for being down, which raises), insert the
+        rows one by one. Returns the refused rows' indexes and why."""
+        try:
+            self.insert_chained(rows)
+            return []
+        except (StoreError, *_REFUSED) as exc:
+            if _refusal(exc) is None:
+                raise
+        refused = []
+        for index, row in enumerate(rows):
+            try:
+                self.insert_chained([row])
+            except (StoreError, *_REFUSED) as exc:
+                why = _refusal(exc)
+                if why is None:
+                    raise
+                refused.append((index, why))
+        return refused
+
+    def _not_stored(self, records: Sequence[Record]) -> list[Unreadable]:
+        """Of records at or below the store's head, those the store does not hold as is."""
+        if not records:
+            return []
+        seqs = [r.line.seq for r in records]
+        with self._store.session() as conn:
+            stored = dict(
+                conn.execute(
+                    sa.select(audit_table.c.seq, audit_table.c.hash).where(
+                        audit_table.c.seq.in_(seqs)
+                    )
+                ).all()
+            )
+        return [
+            r.unreadable(f"sequence number {r.line.seq} is in the store with another hash")
+            if r.line.seq in stored
+            else r.unreadable(f"sequence number {r.line.seq} is below the store's head, not in it")
+            for r in records
+            if stored.get(r.line.seq) != r.line.hash
+        ]
 
     def rows(
         self, *, since: float | None = None, kind: str | None = None
@@ -198,7 +281,7 @@ class AuditStore:
         """Audit rows in chain order (optionally newer than ``since`` / of one kind)."""
         query = sa.select(audit_table).order_by(audit_table.c.seq)
         if since is not None:
-            query = query.where(audit_table.c.created >= _utc(since))
+            query = query.where(audit_table.c.created >= utc(since))
         if kind is not None:
             query = query.where(audit_table.c.kind == kind)
         with self._store.session() as conn:
@@ -228,7 +311,7 @@ class AuditStore:
                     "label": label,
                     "reviewer": reviewer,
                     "note": note,
-                    "created": _utc(time.time()),
+                    "created": utc(time.time()),
                 },
             )
 
@@ -240,7 +323,7 @@ class AuditStore:
             .order_by(feedback_table.c.seq)
         )
         if since is not None:
-            query = query.where(audit_table.c.created >= _utc(since))
+            query = query.where(audit_table.c.created >= utc(since))
         with self._store.session() as conn:
             return {str(r[0]): (str(r[1]), str(r[2])) for r in conn.execute(query)}
 
@@ -260,7 +343,7 @@ class AuditStore:
             return self._prune(cutoff, chain or (lambda body: self._append([body])))
 
     def _prune(self, cutoff_posix: float, chain: Callable[[dict[str, Any]], object]) -> int:
-        cutoff = _utc(cutoff_posix)
+        cutoff = utc(cutoff_posix)
         with self._store.session(write=True) as conn:
             first_kept = conn.execute(
                 sa.select(audit_table.c.seq, audit_table.c.prev_hash)
@@ -301,64 +384,3 @@ class AuditStore:
     def close(self) -> None:
         """Release the connection pool."""
         self._store.close()
-
-
-@dataclass(frozen=True, slots=True)
-class ChainReport:
-    """What :func:`verify_chain` found: ``ok``, how many records, the first broken one."""
-
-    ok: bool
-    records: int
-    first_broken_seq: int | None = None
-    first_broken_id: str | None = None
-    problem: str | None = None
-
-
-def verify_chain(store: AuditStore) -> ChainReport:
-    """Recompute every hash in order; the first mismatch (or gap) is named."""
-    with contextlib.closing(store.rows()) as rows:
-        return _verify(rows)
-
-
-def _check_row(row: Any, prev: str | None, expected_seq: int | None) -> str | None:
-    """What is wrong with one row given the previous one, or ``None``."""
-    seq, body = int(row.seq), str(row.body)
-    if expected_seq is not None and seq != expected_seq:
-        return f"sequence gap: expected {expected_seq}, found {seq}"
-    if prev is not None and row.prev_hash != prev:
-        return "prev_hash does not match the previous record's hash"
-    if chain_hash(str(row.prev_hash), body) != row.hash:
-        return "hash does not match the record's contents"
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return "body is not JSON"
-    if data.get("seq") != seq or data.get("id") != row.id:
-        return "body's seq/id differ from the row's"
-    return None
-
-
-def _verify(rows: Iterator[Any]) -> ChainReport:
-    prev: str | None = None
-    expected_seq: int | None = None
-    count = 0
-    anchors: dict[int, str] = {}
-    first: tuple[int, str, str] | None = None
-    problem: ChainReport | None = None
-    for row in rows:
-        count += 1
-        if first is None:
-            first = (int(row.seq), str(row.id), str(row.prev_hash))
-        issue = _check_row(row, prev, expected_seq)
-        if issue is not None:
-            problem = ChainReport(False, count, int(row.seq), str(row.id), issue)
-            break
-        data = json.loads(row.body)
-        if data.get("kind") == "retention":
-            anchors[int(data["first_kept_seq"])] = str(data["anchor_hash"])
-        prev, expected_seq = str(row.hash), int(row.seq) + 1
-    if first is not None and first[0] != 1:  # a missing prefix is the earliest problem
-        seq0, rid0, prev0 = first
-        if anchors.get(seq0) != prev0 and prev0 != GENESIS:
-            return ChainReport(False, count, seq0, rid0, "records before it were removed")
-    return problem or ChainReport(True, count)

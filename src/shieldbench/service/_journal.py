@@ -20,10 +20,21 @@ What survives what:
   apart, absent (the default) leaves it to the kernel (typically within ~30 s).
 
 One line per record: ``seq<TAB>prev_hash<TAB>hash<TAB>canonical JSON body`` (the body
-has no raw tab or newline: JSON escapes them). A torn last line (power loss in the
-middle of a write) is skipped with a warning. The file is locked (``flock``) by the
+has no raw tab or newline: JSON escapes them). The file is locked (``flock``) by the
 server that writes it: a second server on the same store is refused, and a reader
 only replays a journal nobody holds.
+
+Damage: a line is a record only when it is whole and self-consistent (its hash is
+``sha256(prev_hash + body)`` of its own bytes, its body's ``seq`` is its ``seq``), so
+a torn write (a full disk, a lowered file-size limit, a power loss) or a corrupted
+byte is never taken for a record. :meth:`Journal.scan` yields every record it can
+read and, separately, the bytes it cannot (:class:`Unreadable`); a damaged line never
+stops the lines after it, and a whole record glued behind a torn fragment (the next
+write after a failed one) is found and read. The unreadable bytes are appended to
+the quarantine file beside the journal (:func:`quarantine_path`, kept until an
+operator moves it away; ``audit verify`` fails while it exists). A failed write
+also cuts its torn bytes off at once (``ftruncate``), so the next record starts a
+line.
 
 Where: beside a SQLite file (``history.db.audit-journal``); for another database in
 ``$SHIELDBENCH_STATE_DIR`` (default ``~/.local/state/shieldbench``), named after a
@@ -32,13 +43,18 @@ hash of the URL; ``SHIELDBENCH_AUDIT_JOURNAL`` names the file outright.
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import hashlib
+import json
 import logging
 import os
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from shieldbench.errors import StoreError
 
@@ -47,9 +63,16 @@ __all__ = [
     "ENV_STATE_DIR",
     "Journal",
     "JournalLine",
+    "Record",
+    "Unreadable",
+    "chain_hash",
+    "chain_hash_bytes",
     "encode_line",
     "journal_path",
     "line_bytes",
+    "quarantine",
+    "quarantine_path",
+    "quarantined_count",
 ]
 
 _log = logging.getLogger("shieldbench.service.audit")
@@ -71,6 +94,21 @@ def journal_path(backend: str, where: str) -> Path:
     return state / f"audit-{digest}.journal"
 
 
+def chain_hash(prev_hash: str, body: str) -> str:
+    """``sha256(prev_hash + body)`` as hex."""
+    return chain_hash_bytes(prev_hash, body.encode("utf-8", "surrogatepass"))
+
+
+def chain_hash_bytes(prev_hash: str, body: bytes) -> str:
+    """:func:`chain_hash` of a body already encoded (what the writer journals)."""
+    return hashlib.sha256(prev_hash.encode() + body).hexdigest()
+
+
+def quarantine_path(journal: Path) -> Path:
+    """Where the unreadable bytes of ``journal`` are kept (``<journal>.quarantine``)."""
+    return journal.with_name(journal.name + ".quarantine")
+
+
 @dataclass(frozen=True, slots=True)
 class JournalLine:
     """One chained record as the journal holds it."""
@@ -79,6 +117,17 @@ class JournalLine:
     prev_hash: str
     hash: str
     body: str
+
+
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """Bytes of the journal that hold no whole record: where (1-based ``line`` and the
+    byte ``offset`` in the file), what they are, and why they were not read."""
+
+    line: int
+    offset: int
+    data: bytes
+    reason: str
 
 
 def encode_line(line: JournalLine) -> bytes:
@@ -99,6 +148,7 @@ class Journal:
         self.path = path
         self._fd = fd
         self.size = os.fstat(fd).st_size
+        self._torn = False
 
     @classmethod
     def open(cls, path: Path, *, wait: bool = False) -> Journal | None:
@@ -116,25 +166,45 @@ class Journal:
             return None
         return cls(path, fd)
 
-    def lines(self) -> Iterator[JournalLine]:
-        """Every complete line, in order (a torn or unreadable line ends the read)."""
+    def scan(self) -> Iterator[Record | Unreadable]:
+        """Every readable record (with its parsed body) and every unreadable stretch of
+        bytes, in file order; nothing stops the scan before the end of the file."""
         with open(self._fd, "rb", closefd=False) as fh:
             fh.seek(0)
+            offset = 0
             for number, raw in enumerate(fh, 1):
-                parsed = _parse(raw)
-                if parsed is None:
-                    _log.warning("audit journal %s: line %d is torn; ignored", self.path, number)
-                    return
-                yield parsed
+                yield from _scan_line(raw, number, offset)
+                offset += len(raw)
 
     def write(self, data: bytes) -> None:
-        """Append ``data`` (one ``write`` call when the kernel takes it whole)."""
-        written = os.write(self._fd, data)
-        if written < len(data):
-            view = memoryview(data)[written:]
-            while view:
-                view = view[os.write(self._fd, view) :]
+        """Append ``data`` (one ``write`` call when the kernel takes it whole).
+
+        A write that fails (``OSError``: disk full, file-size limit) leaves no torn
+        bytes behind: the file is cut back to its size before the call. Should that
+        fail too, the next write starts with a newline, so the fragment is a line of
+        its own (quarantined by the next recovery) and never the head of a record."""
+        if self._torn:
+            data = b"\n" + data
+        try:
+            written = os.write(self._fd, data)
+            if written < len(data):
+                view = memoryview(data)[written:]
+                while view:
+                    view = view[os.write(self._fd, view) :]
+        except OSError:
+            self._cut_back()
+            raise
+        self._torn = False
         self.size += len(data)
+
+    def _cut_back(self) -> None:
+        try:
+            os.ftruncate(self._fd, self.size)
+            self._torn = False
+        except OSError as exc:
+            self._torn = os.fstat(self._fd).st_size != self.size
+            self.size = os.fstat(self._fd).st_size
+            _log.error("audit journal %s: cannot cut a torn write back: %s", self.path, exc)
 
     def sync(self) -> None:
         """Flush the file to the disk (``fdatasync``)."""
@@ -150,13 +220,112 @@ class Journal:
         os.close(self._fd)  # closing drops the flock
 
 
-def _parse(raw: bytes) -> JournalLine | None:
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A readable record: the line, its parsed JSON body, and where it was."""
+
+    line: JournalLine
+    body: dict[str, Any]
+    number: int = 0
+    offset: int = 0
+
+    def unreadable(self, reason: str) -> Unreadable:
+        """This record as bytes to quarantine (readable, but refused: ``reason``)."""
+        return Unreadable(self.number, self.offset, encode_line(self.line), reason)
+
+
+_HEX64 = re.compile(rb"[0-9a-f]{64}")
+#: Where a record may start inside a damaged line: digits, a tab, two hashes.
+_RECORD_START = re.compile(rb"[0-9]+\t[0-9a-f]{64}\t[0-9a-f]{64}\t")
+
+
+def _scan_line(raw: bytes, number: int, offset: int) -> Iterator[Record | Unreadable]:
+    """One line of the file: a record, or unreadable bytes (then the whole record
+    glued behind them, if any: the write after a torn one)."""
+    parsed = _parse(raw, number, offset)
+    if not isinstance(parsed, str):
+        yield parsed
+        return
+    position = 0  # candidates overlap (a torn hash's hex digits run into the next seq)
+    while (match := _RECORD_START.search(raw, position)) is not None:
+        digits_end = raw.index(b"\t", match.start())
+        for start in range(max(match.start(), 1), digits_end):
+            found = _parse(raw[start:], number, offset + start)
+            if not isinstance(found, str):
+                reason = f"{parsed}; a whole record follows on the same line and was read"
+                yield Unreadable(number, offset, raw[:start], reason)
+                yield found
+                return
+        position = digits_end + 1
+    yield Unreadable(number, offset, raw, parsed)
+
+
+def _parse(raw: bytes, number: int, offset: int) -> Record | str:
+    """The record of one line, or why the line is not one."""
     if not raw.endswith(b"\n"):
-        return None
+        return "no line end (a torn write)"
+    fields = raw[:-1].split(b"\t", 3)
+    if len(fields) != 4:
+        return "not a record (fields missing)"
+    seq, prev, digest, body = fields
+    hashes = _HEX64.fullmatch(prev) and _HEX64.fullmatch(digest)
+    if not (seq.isdigit() and len(seq) < 19 and seq == b"%d" % int(seq) and hashes):
+        return "not a record (malformed sequence number or hash)"
+    if chain_hash_bytes(prev.decode(), body) != digest.decode():
+        return "the bytes do not match the record's hash (corrupted or torn)"
     try:
-        parts = raw[:-1].decode("utf-8", "surrogatepass").split("\t", 3)
-    except UnicodeDecodeError:
-        return None
-    if len(parts) != 4 or not parts[0].isdigit():
-        return None
-    return JournalLine(int(parts[0]), parts[1], parts[2], parts[3])
+        text = body.decode("utf-8", "surrogatepass")
+        data = json.loads(text)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return "the body is not JSON"
+    if not (
+        isinstance(data, dict)
+        and data.get("seq") == int(seq)
+        and isinstance(data.get("id"), str)
+        and isinstance(data.get("kind"), str)
+        and isinstance(data.get("created"), int | float)
+        and not isinstance(data.get("created"), bool)
+    ):
+        return "the body is not an audit record of this sequence number"
+    line = JournalLine(int(seq), prev.decode(), digest.decode(), text)
+    return Record(line, data, number, offset)
+
+
+def quarantine(journal: Path, found: Iterable[Unreadable]) -> int:
+    """Append the unreadable stretches to the journal's quarantine file and sync it;
+    how many. One JSON line each: when, where (journal, line, offset), why, and the
+    bytes themselves (base64)."""
+    now = datetime.now(UTC).isoformat()
+    lines = [
+        json.dumps(
+            {
+                "quarantined": now,
+                "journal": str(journal),
+                "line": item.line,
+                "offset": item.offset,
+                "reason": item.reason,
+                "length": len(item.data),
+                "base64": base64.b64encode(item.data).decode(),
+            }
+        ).encode()
+        + b"\n"
+        for item in found
+    ]
+    if not lines:
+        return 0
+    path = quarantine_path(journal)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    with open(fd, "ab") as fh:
+        fh.write(b"".join(lines))
+        fh.flush()
+        os.fsync(fh.fileno())
+    return len(lines)
+
+
+def quarantined_count(journal: Path) -> int:
+    """How many unreadable stretches the quarantine file of ``journal`` holds (0: none)."""
+    try:
+        with quarantine_path(journal).open("rb") as fh:
+            return sum(1 for _ in fh)
+    except FileNotFoundError:
+        return 0

@@ -4,8 +4,10 @@
 warn-only verdict that arrives after the response is its own record (``kind="warn"``,
 ``ref`` = the decision id). Each row stores its canonical JSON ``body``, the hash of
 the previous row and its own hash, ``sha256(prev_hash + body)``; ``shieldbench audit
-verify`` recomputes the chain. The other columns (time, kind, decision, ref) exist
-for queries only; the hash covers the body, which holds them too. Created by the
+verify`` recomputes the chain. The other columns (seq, id, time, kind, decision, ref)
+are copies of body fields for queries; the hash covers the body, and ``audit verify``
+rebuilds every column from it and compares (:mod:`shieldbench.service._verify`): a
+new column must be derived in ``audit_row`` or verify reports it as not covered. Created by the
 alembic revision ``0002`` (``shieldbench/store/migrations/versions/0002_guard.py``).
 """
 

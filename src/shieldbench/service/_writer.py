@@ -28,8 +28,20 @@ import time
 from typing import Any
 
 from shieldbench.errors import StoreError
-from shieldbench.service._audit import AuditStore, audit_row, canonical_bytes, chain_hash_bytes
-from shieldbench.service._journal import Journal, JournalLine, line_bytes
+from shieldbench.service._audit import (
+    AuditStore,
+    audit_row,
+    canonical_bytes,
+    chain_hash_bytes,
+    scrub_record,
+)
+from shieldbench.service._journal import (
+    Journal,
+    JournalLine,
+    Unreadable,
+    line_bytes,
+    quarantine,
+)
 
 __all__ = ["AuditWriter"]
 
@@ -92,9 +104,11 @@ class AuditWriter:
         (against a process crash; see ``fsync_s``). Raises ``OSError`` if it is not.
         ``body`` is the caller's no more: the writer thread reads it later.
 
+        The body is redacted first (:func:`~shieldbench.service._audit.scrub_record`).
         On the event loop, so in bytes: the JSON as orjson writes it, hashed and
         written as is (what ``chain_hash`` and ``encode_line`` compute from the text);
         the store's row is made by the writer thread."""
+        scrub_record(body)  # redacted before it is hashed, journalled or stored
         with self._lock:
             seq, prev = self._seq + 1, self._prev
             body["seq"] = seq  # the caller's no more (see above)
@@ -156,7 +170,7 @@ class AuditWriter:
             while pending:
                 batch = pending[: self.max_batch]
                 try:
-                    self.store.insert_chained(batch)
+                    self._quarantine(batch, self.store.insert_isolating(batch))
                 except Exception as exc:
                     self.failed += 1
                     backoff = min(5.0, backoff * 2 or 0.05)
@@ -181,6 +195,25 @@ class AuditWriter:
                 self._settle_waiters()
                 if stopping and not self._records and not self._later:
                     return
+
+    def _quarantine(self, batch: list[dict[str, Any]], refused: list[tuple[int, str]]) -> None:
+        """Records the store will never take (a constraint, a value too long) go to the
+        quarantine file, not back in the queue, where they would hold back every record
+        behind them. The chain's gap they leave is ``audit verify``'s to report."""
+        if not refused:
+            return
+        found = []
+        for index, why in refused:
+            row = batch[index]
+            body = str(row["body"]).encode("utf-8", "surrogatepass")
+            data = line_bytes(int(row["seq"]), str(row["prev_hash"]), str(row["hash"]), body)
+            found.append(Unreadable(0, 0, data, f"the store refused the record: {why}"))
+            _log.error("audit record seq=%s refused by the store: %s", row["seq"], why)
+        try:
+            quarantine(self.journal.path, found)
+        except OSError as exc:  # the log keeps them, at least
+            for item in found:
+                _log.error("audit quarantine unwritable (%s); record: %r", exc, item.data)
 
     def _background_sync(self) -> None:
         if self.fsync_s and self._dirty and time.monotonic() - self._synced >= self.fsync_s:

@@ -4,6 +4,13 @@ A run is written as its row, its tags, its samples (one JSON document per distin
 list of samples, shared by every run over it, see :mod:`shieldbench.store._samples`)
 and one compact outcome row per sample. The *same* run (id, defense and version,
 data, start and end) is stored once; :mod:`shieldbench.store._runs` reads it back.
+
+Nothing is written unredacted (:mod:`shieldbench._redact`): what a defense or a
+server said (a verdict's label, reasons and details, error texts, the end-to-end
+record) and what describes the run (specs, config, environment, tags) go through
+:func:`~shieldbench._redact.redact_all`: registered credentials, URL credentials and
+credential-shaped tokens (``Bearer ...``, ``AKIA...``) are masked. The samples are
+data: only registered credentials are masked in them.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from sqlalchemy import Table, insert, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from shieldbench._redact import has_secrets, mask_secrets, redact, redact_all
 from shieldbench.metrics import confusion, quantile_interval, rate
 from shieldbench.store._models import Base, RunRow, RunTagRow, SampleSetRow
 from shieldbench.store._runs import aware
@@ -81,10 +89,15 @@ _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # 
 
 
 def _json(value: Any) -> str | None:
-    """JSON text for a JSON column, ``None`` (SQL NULL) for nothing."""
+    """JSON text for a JSON column, ``None`` (SQL NULL) for nothing (redacted)."""
     if not value:
         return None
-    return _ENCODE(value)
+    return _ENCODE(redact_all(value))
+
+
+def _said(text: str | None) -> str | None:
+    """A message a defense or a server wrote (label, error), redacted."""
+    return text if not text else redact(text)
 
 
 _OUTCOME_COLUMNS = (
@@ -127,7 +140,7 @@ def _outcome_rows(run_pk: int, outcomes: Sequence[Outcome]) -> Iterator[list[tup
                     None,
                     None,
                     None,
-                    o.error,
+                    _said(o.error),
                     _e2e(o),
                 )
             )
@@ -141,10 +154,10 @@ def _outcome_rows(run_pk: int, outcomes: Sequence[Outcome]) -> Iterator[list[tup
                     v.score,
                     o.latency_ms,
                     o.attempts,
-                    v.label,
+                    _said(v.label),
                     _json(list(v.reasons)),
                     _json(dict(v.details)),
-                    o.error,
+                    _said(o.error),
                     _e2e(o),
                 )
             )
@@ -155,7 +168,7 @@ def _outcome_rows(run_pk: int, outcomes: Sequence[Outcome]) -> Iterator[list[tup
 def _e2e(o: Outcome) -> str | None:
     """An outcome's end-to-end record as JSON text; ``None`` when it has none (an empty
     record is kept as ``{}``: the run file tells them apart)."""
-    return None if o.end_to_end is None else _ENCODE(_plain(o.end_to_end))
+    return None if o.end_to_end is None else _ENCODE(redact_all(_plain(o.end_to_end)))
 
 
 def _plain(value: Any) -> Any:
@@ -186,7 +199,7 @@ def _bulk_insert(
 
 def _same_run(row: RunRow, run: Run) -> bool:
     return (
-        row.defense_spec == run.defense.spec
+        row.defense_spec == redact(run.defense.spec)
         and row.dataset_hash == run.dataset.content_hash
         and row.defense_version == run.defense.version
         and row.n_samples == len(run.samples)
@@ -211,6 +224,10 @@ def insert_run(
             return False
     figures = _figures(run)
     document = sample_document(run.samples)
+    if has_secrets():  # data: only the credentials this process read are masked
+        document = mask_secrets(document.decode("utf-8", "surrogatepass")).encode(
+            "utf-8", "surrogatepass"
+        )
     digest = hashlib.sha256(document).hexdigest()
     if not session.scalar(select(SampleSetRow.n).where(SampleSetRow.digest == digest)):
         values = {"digest": digest, "n": len(run.samples), "data": document}
@@ -218,23 +235,25 @@ def insert_run(
     row = RunRow(
         run_id=run.id,
         source=source,
-        defense_spec=run.defense.spec,
-        defense_name=run.defense.name,
-        defense_version=run.defense.version,
-        dataset_spec=run.dataset.spec,
+        defense_spec=redact(run.defense.spec),
+        defense_name=redact(run.defense.name),
+        defense_version=_said(run.defense.version),
+        dataset_spec=redact(run.dataset.spec),
         dataset_hash=run.dataset.content_hash,
         n_samples=run.dataset.n_samples,
         sample_set=digest,
-        config=run.config.to_dict(),
-        environment=dict(run.environment),
-        extra={
-            "started": run.started.isoformat(),
-            "finished": run.finished.isoformat(),
-            "schema_version": run.schema_version,
-            "dataset_sources": [list(s) for s in run.dataset.sources],
-            "counts": figures.pop("counts"),  # rate numerators/denominators, for trends
-            "end_to_end": _plain(run.end_to_end) if run.end_to_end else None,
-        },
+        config=redact_all(run.config.to_dict()),
+        environment=redact_all(dict(run.environment)),
+        extra=redact_all(
+            {
+                "started": run.started.isoformat(),
+                "finished": run.finished.isoformat(),
+                "schema_version": run.schema_version,
+                "dataset_sources": [list(s) for s in run.dataset.sources],
+                "counts": figures.pop("counts"),  # rate numerators/denominators, for trends
+                "end_to_end": _plain(run.end_to_end) if run.end_to_end else None,
+            }
+        ),
         git_commit=git[0],
         git_branch=git[1],
         started=aware(run.started),
@@ -247,7 +266,7 @@ def insert_run(
     if tags:
         session.execute(
             insert(_table(RunTagRow)),
-            [{"run_pk": row.pk, "key": k, "value": v} for k, v in tags.items()],
+            [{"run_pk": row.pk, "key": k, "value": redact(v)} for k, v in tags.items()],
         )
     for rows in _outcome_rows(row.pk, run.outcomes):
         _bulk_insert(session, "outcomes", _OUTCOME_COLUMNS, rows)

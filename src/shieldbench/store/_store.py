@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import Connection, func, select
 from sqlalchemy.orm import Session
 
+from shieldbench._redact import mask_all, redact, redact_all
 from shieldbench.alerts import Alert, Delivery
 from shieldbench.errors import StoreError
 from shieldbench.store._git import git_info
@@ -207,9 +208,9 @@ class Store:
             finished = datetime.fromisoformat(meta["finished"])
             row = AttackRow(
                 attack_id=attack_id,
-                defense_spec=defense["spec"],
-                defense_name=defense["name"],
-                dataset_spec=dataset["spec"],
+                defense_spec=redact(defense["spec"]),
+                defense_name=redact(defense["name"]),
+                dataset_spec=redact(dataset["spec"]),
                 dataset_hash=dataset["content_hash"],
                 started=started if started.tzinfo else started.replace(tzinfo=UTC),
                 finished=finished if finished.tzinfo else finished.replace(tzinfo=UTC),
@@ -219,8 +220,8 @@ class Store:
                 queries=(document.get("counts") or {}).get("queries"),
                 git_commit=None,
                 git_branch=None,
-                tags=checked,
-                document=dict(document),
+                tags=redact_all(checked),
+                document=mask_all(dict(document)),  # attack texts are data
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise StoreError(f"not an attack result ({type(error).__name__}: {error})") from None
@@ -256,16 +257,16 @@ class Store:
                 run_pk = None if found is None else found.pk
                 if run_pk is None:
                     raise StoreError(f"{self.url}: alert about run {alert.run_id!r}, not stored")
-            row = AlertRow(
+            row = AlertRow(  # messages all: redacted (a webhook error may echo its URL)
                 created=alert.created,
                 source=alert.source,
-                key=alert.key,
+                key=redact(alert.key),
                 severity=alert.severity,
-                title=alert.title,
-                message=alert.message,
-                details=dict(alert.details),
+                title=redact(alert.title),
+                message=redact(alert.message),
+                details=redact_all(dict(alert.details)),
                 run_pk=run_pk,
-                delivered={k: d.to_dict() for k, d in (delivered or {}).items()},
+                delivered=redact_all({k: d.to_dict() for k, d in (delivered or {}).items()}),
             )
             s.add(row)
             s.flush()
