@@ -246,12 +246,14 @@ def canonical_spec(text: str) -> str:
         return f"{spec.name}:{_canonical_value(spec.args[0])}"
     try:
         parts = [_render_value(_canonical_value(a)) for a in spec.args]
-        parts += [f"{k}={_render_value(_canonical_value(v))}" for k, v in sorted(spec.kwargs.items())]
+        parts += [
+            f"{k}={_render_value(_canonical_value(v))}" for k, v in sorted(spec.kwargs.items())
+        ]
     except SpecError:
         return stripped
     rendered = f"{spec.name}({', '.join(parts)})"
     again = parse_spec(rendered)
-    same = again.args == tuple(_canonical_value(a) for a in spec.args) and dict(
-        again.kwargs
-    ) == {k: _canonical_value(v) for k, v in spec.kwargs.items()}
+    same = again.args == tuple(_canonical_value(a) for a in spec.args) and dict(again.kwargs) == {
+        k: _canonical_value(v) for k, v in spec.kwargs.items()
+    }
     return rendered if same else stripped

@@ -120,7 +120,8 @@ def markdown_summary(result: GateResult) -> str:
     lines = [
         f"### shieldbench gate: {head}",
         "",
-        f"Candidate `{_cell(result.candidate)}`{cand} vs baseline `{_cell(result.baseline)}`{base} on"
+        f"Candidate `{_cell(result.candidate)}`{cand} vs baseline"
+        f" `{_cell(result.baseline)}`{base} on"
         f" `{_cell(result.dataset)}` (`{result.content_hash[:19]}…`), error policy"
         f" {result.policy}.",
         "",

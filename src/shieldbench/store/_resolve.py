@@ -8,8 +8,10 @@ spec is it read as a display name. ``DEFENSE==VERSION`` picks one version.
 
 A reference whose runs are of more than one identity is refused with the list,
 unless the caller says which identity it wants (``identity``): the gate passes the
-candidate's, so ``tag:branch=main`` means "the main-branch run *of this defense*",
-on the candidate's data (``dataset_hash``), or a refusal that says why not.
+candidate's, so ``tag:branch=main`` means "the newest main-branch run *of this
+defense's spec*, on the candidate's data (``dataset_hash``)", of the candidate's
+version when there is one (else of another version: comparing versions is what a
+gate is for, and it prints both), or a refusal that says why there is none.
 """
 
 from __future__ import annotations
@@ -63,11 +65,17 @@ def _describe(rows: Sequence[RunRow]) -> str:
 
 
 def _one_identity(ref: str, rows: list[RunRow], prefer: DefenseIdentity | None) -> RunRow:
+    """The newest of ``rows`` when they are of one identity; else the newest of
+    ``prefer`` (or, failing that, of its spec: another version of the candidate's
+    defense is what a gate compares it with); else a refusal listing them."""
     identities = list(dict.fromkeys(identity_of(r) for r in rows))
     if len(identities) == 1:
         return rows[0]
-    if prefer is not None and prefer in identities:
-        return next(r for r in rows if identity_of(r) == prefer)
+    if prefer is not None:
+        exact = [r for r in rows if identity_of(r) == prefer]
+        same_spec = [r for r in rows if identity_of(r).spec == prefer.spec]
+        if exact or same_spec:
+            return (exact or same_spec)[0]
     raise StoreError(
         f"{ref!r} matches runs of {len(identities)} defenses (a defense is its canonical spec"
         f" and version): {_describe(rows)}. Name one: latest:SPEC@DATASET with the spec shown"
@@ -96,26 +104,27 @@ def _tagged(
     rows: list[RunRow],
     identity: DefenseIdentity,
     dataset_hash: str | None,
-) -> list[RunRow]:
-    """The tagged runs of ``identity`` on ``dataset_hash``, or a refusal saying why none."""
-    mine = [r for r in rows if identity_of(r) == identity]
+) -> RunRow:
+    """The newest tagged run of ``identity``'s spec on ``dataset_hash`` (of ``identity``
+    itself when there is one), or a refusal saying why there is none."""
+    mine = [r for r in rows if identity_of(r).spec == identity.spec]
     if not mine:
         raise StoreError(
-            f"{ref!r} names no run of the candidate's defense {identity}: the runs so tagged"
-            f" are {_describe(rows)}. Tag a run of this defense, or name the baseline by run id"
-            " or latest:SPEC@DATASET"
+            f"{ref!r} names no run of the candidate's defense {identity.spec}: the runs so"
+            f" tagged are {_describe(rows)}. Tag a run of this defense, or name the baseline"
+            " by run id or latest:SPEC@DATASET"
         )
-    if dataset_hash is None:
-        return mine
-    same = [r for r in mine if r.dataset_hash == dataset_hash]
-    if not same:
-        hashes = ", ".join(dict.fromkeys(f"{r.dataset_spec} ({r.dataset_hash})" for r in mine))
-        raise StoreError(
-            f"{ref!r}: the runs of {identity} so tagged are on other data ({hashes}), not on"
-            f" the candidate's {dataset_hash}; paired checks need the same samples: run the"
-            " baseline on this dataset version and tag it"
-        )
-    return same
+    if dataset_hash is not None:
+        same = [r for r in mine if r.dataset_hash == dataset_hash]
+        if not same:
+            hashes = ", ".join(dict.fromkeys(f"{r.dataset_spec} ({r.dataset_hash})" for r in mine))
+            raise StoreError(
+                f"{ref!r}: the runs of {identity.spec} so tagged are on other data ({hashes}),"
+                f" not on the candidate's {dataset_hash}; paired checks need the same samples:"
+                " run the baseline on this dataset version and tag it"
+            )
+        mine = same
+    return _one_identity(ref, mine, identity)
 
 
 def resolve_reference(
@@ -135,7 +144,7 @@ def resolve_reference(
             raise StoreError(f"{ref!r}: write tag:KEY=VALUE, e.g. tag:release=1.2")
         rows = list(session.scalars(filtered(tags={key: value}).limit(_SCAN)))
         if rows and identity is not None:
-            return _tagged(ref, rows, identity, dataset_hash)[0].run_id
+            return _tagged(ref, rows, identity, dataset_hash).run_id
     else:
         return None
     if not rows:

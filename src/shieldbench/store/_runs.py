@@ -219,7 +219,7 @@ def _info(row: RunRow, tags: Mapping[str, str]) -> RunInfo:
 def filtered(
     *,
     specs: Collection[str] | None = None,
-    version: str | None | EllipsisType = ...,
+    version: str | EllipsisType | None = ...,
     dataset: str | None = None,
     tags: Mapping[str, str] | None = None,
     since: datetime | None = None,

@@ -141,11 +141,14 @@ class Store:
         that a display name; ``identity`` is one spec and version exactly."""
         with self.session() as s:
             specs = None if defense is None else defense_specs(s, defense)
-            version: str | None | EllipsisType = ...
-            if identity is not None:
+            version: str | EllipsisType | None = ...
+            if identity is not None:  # that spec exactly (never a display name)
                 found = defense_specs(s, identity.spec)
-                specs = found if specs is None else [x for x in specs if x in found]
-                specs = [x for x in specs if DefenseIdentity.of(x, None).spec == identity.spec]
+                specs = [
+                    x
+                    for x in (found if specs is None else set(specs) & set(found))
+                    if DefenseIdentity.of(x, None).spec == identity.spec
+                ]
                 version = identity.version
             query = filtered(
                 specs=specs,
