@@ -187,10 +187,10 @@ def _flip(kind: FlipKind, sample: Sample, a: Outcome, b: Outcome) -> SampleFlip:
 def verdict_flips(run_a: Run, run_b: Run) -> VerdictFlips:
     """The samples whose verdict differs between ``run_a`` and ``run_b`` (see the
     module doc): both directions, failures as their own kinds, ordered by kind,
-    then by the size of the score change (largest first; unscored last), then by
-    position in ``run_a``."""
+    then worse before better, then by the size of the score change (largest
+    first; unscored last), then by position in ``run_a``."""
     in_b = {s.id: (s, o) for s, o in zip(run_b.samples, run_b.outcomes, strict=True)}
-    found: list[tuple[int, int, float, int, SampleFlip]] = []
+    found: list[tuple[int, int, bool, float, int, SampleFlip]] = []
     common = mismatched = 0
     seen: set[str] = set()
     for position, (sample, outcome_a) in enumerate(zip(run_a.samples, run_a.outcomes, strict=True)):
@@ -218,5 +218,5 @@ def verdict_flips(run_a: Run, run_b: Run) -> VerdictFlips:
         n_only_a=len(seen) - common - mismatched,
         n_only_b=sum(sid not in seen for sid in in_b),
         n_mismatched=mismatched,
-        flips=tuple(item[4] for item in found),
+        flips=tuple(item[5] for item in found),
     )

@@ -1,0 +1,109 @@
+"""Samples that changed between runs on the same data, for the reports.
+
+A :class:`FlipSection` is one :func:`~shieldbench.metrics.verdict_flips` result with
+the report labels of its two runs (each run against the first of its dataset
+group). JSON carries every flip (texts cut to the report's ``text_limit``);
+Markdown shows the counts and the top :data:`MARKDOWN_TOP` flips of each kind
+(worse first, then the largest score change); HTML lists every flip in a table per kind, texts
+escaped by the template's autoescape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from shieldbench.metrics import FLIP_KINDS, VerdictFlips, verdict_flips
+from shieldbench.reports._mdescape import Md, md_table, md_text
+from shieldbench.types import Run
+
+__all__ = [
+    "KIND_TITLES",
+    "MARKDOWN_TOP",
+    "FlipSection",
+    "flip_sections",
+    "flips_markdown",
+    "side_text",
+]
+
+MARKDOWN_TOP = 10
+KIND_TITLES: dict[str, str] = {
+    "blocked_to_allowed": "blocked → allowed",
+    "allowed_to_blocked": "allowed → blocked",
+    "ok_to_failed": "answered → error / timeout",
+    "failed_to_ok": "error / timeout → answered",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FlipSection:
+    """The flips from the run labelled ``a`` to the run labelled ``b``."""
+
+    a: str
+    b: str
+    flips: VerdictFlips
+
+    def to_dict(self, *, text_limit: int | None = None) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, **self.flips.to_dict(text_limit=text_limit)}
+
+
+def flip_sections(runs: Sequence[Run], labels: Sequence[str]) -> tuple[FlipSection, ...]:
+    """Each run against the first (runs on the same data, as labelled in the report)."""
+    return tuple(
+        FlipSection(labels[0], labels[k], verdict_flips(runs[0], runs[k]))
+        for k in range(1, len(runs))
+    )
+
+
+def side_text(status: str, blocked: bool | None, score: float | None, error: str | None) -> str:
+    """One run's side of a flip: ``blocked 0.912``, or the status and its error."""
+    if blocked is None:
+        return status + (f": {error}" if error else "")
+    return ("blocked" if blocked else "allowed") + ("" if score is None else f" {score:.3f}")
+
+
+def flips_markdown(sections: tuple[FlipSection, ...], *, text_limit: int) -> list[str]:
+    """The "Samples that changed" part of a dataset group's comparison."""
+    lines: list[str] = []
+    for sec in sections:
+        f = sec.flips
+        counts = f.counts()
+        lines += [
+            "",
+            f"### Samples that changed: {md_text(sec.a)} → {md_text(sec.b)}",
+            "",
+            f"Over {f.n_common} samples in both runs: "
+            + ", ".join(f"{counts[k]} {KIND_TITLES[k]}" for k in FLIP_KINDS)
+            + (
+                f"; {f.n_only_a + f.n_only_b + f.n_mismatched} in one run only or changed"
+                " (not compared)"
+                if f.n_only_a + f.n_only_b + f.n_mismatched
+                else ""
+            )
+            + ". A change to or from an error / timeout is listed as such, never as a"
+            " block or an allow. Worse / better: for the second run.",
+        ]
+        for kind in FLIP_KINDS:
+            found = f.of_kind(kind)
+            if not found:
+                continue
+            rows: list[list[str | Md]] = [
+                [
+                    x.sample_id,
+                    f"{x.label} / {x.category or '–'}",
+                    side_text(x.status_a, x.blocked_a, x.score_a, x.error_a),
+                    side_text(x.status_b, x.blocked_b, x.score_b, x.error_b),
+                    x.effect or "–",
+                    x.preview(min(text_limit, 120)),
+                ]
+                for x in found[:MARKDOWN_TOP]
+            ]
+            shown = min(MARKDOWN_TOP, len(found))
+            lines += [
+                "",
+                f"**{KIND_TITLES[kind]}** ({len(found)}; top {shown}: worse first, then by score change):",
+                "",
+                md_table(["Sample", "Label / category", "a", "b", "For b", "Text"], rows),
+            ]
+    return lines
