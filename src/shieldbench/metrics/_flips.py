@@ -13,7 +13,8 @@ the samples both runs hold (same id, same text and label) whose verdict differs,
 Each :class:`SampleFlip` carries what a reader needs to judge it: the text, label,
 category, both statuses, verdicts and scores, and :attr:`SampleFlip.effect` (an
 attack let through or a benign text newly blocked is ``"worse"`` for run b). The
-flips come ordered by kind, then by how far the score moved, then by position.
+flips come ordered by kind, then worse before better, then by how far the score
+moved, then by position.
 No policy, no options: the answer is a fact about the two runs.
 
 Example:
@@ -209,8 +210,11 @@ def verdict_flips(run_a: Run, run_b: Run) -> VerdictFlips:
         flip = _flip(kind, sample, outcome_a, outcome_b)
         change = flip.score_change
         moved = abs(change) if change is not None and math.isfinite(change) else None
-        found.append((FLIP_KINDS.index(kind), moved is None, -(moved or 0.0), position, flip))
-    found.sort(key=lambda item: item[:4])
+        effect = {"worse": 0, "better": 1}.get(flip.effect or "", 2)
+        found.append(
+            (FLIP_KINDS.index(kind), effect, moved is None, -(moved or 0.0), position, flip)
+        )
+    found.sort(key=lambda item: item[:5])
     return VerdictFlips(
         run_a=run_a.id,
         run_b=run_b.id,

@@ -102,7 +102,8 @@ def flips_markdown(sections: tuple[FlipSection, ...], *, text_limit: int) -> lis
             shown = min(MARKDOWN_TOP, len(found))
             lines += [
                 "",
-                f"**{KIND_TITLES[kind]}** ({len(found)}; top {shown}: worse first, then by score change):",
+                f"**{KIND_TITLES[kind]}** ({len(found)}; top {shown}: worse first, then by"
+                " score change):",
                 "",
                 md_table(["Sample", "Label / category", "a", "b", "For b", "Text"], rows),
             ]
