@@ -105,17 +105,19 @@ def test_a_tag_reference_for_the_candidate_picks_its_defense_and_data(store: Sto
     store.add_run(_run("t02", "pattern(threshold=0.2)", day=3), tags=main, git=(None, None))
     store.add_run(_run("rec", "recommended", day=4), tags=main, git=(None, None))
     store.add_run(_run("other", "pattern", day=5, data="h2"), tags=main, git=(None, None))
-    pick = store.resolve
-    assert pick("tag:branch=main", dataset_hash="sha256:h1", identity=DefenseIdentity("pattern", "1")) == "p-v1"  # fmt: skip
+
+    def pick(data: str, spec: str, version: str) -> str:
+        identity = DefenseIdentity(spec, version)
+        return store.resolve("tag:branch=main", dataset_hash=f"sha256:{data}", identity=identity)
+
+    assert pick("h1", "pattern", "1") == "p-v1"
     # a new version (what a gate tests) compares with the newest run of its spec
-    assert pick("tag:branch=main", dataset_hash="sha256:h1", identity=DefenseIdentity("pattern", "9")) == "p-v2"  # fmt: skip
-    assert pick("tag:branch=main", dataset_hash="sha256:h2", identity=DefenseIdentity("pattern", "1")) == "other"  # fmt: skip
-    with pytest.raises(
-        StoreError, match=r"no run of the candidate's defense semantic.*recommended"
-    ):
-        pick("tag:branch=main", dataset_hash="sha256:h1", identity=DefenseIdentity("semantic", "1"))
+    assert pick("h1", "pattern", "9") == "p-v2"
+    assert pick("h2", "pattern", "1") == "other"
+    with pytest.raises(StoreError, match=r"no run of the candidate's defense semantic.*recomm"):
+        pick("h1", "semantic", "1")
     with pytest.raises(StoreError, match=r"on other data \(jsonl:h1.jsonl \(sha256:h1\)\)"):
-        pick("tag:branch=main", dataset_hash="sha256:h9", identity=DefenseIdentity("recommended", "1"))  # fmt: skip
+        pick("h9", "recommended", "1")
 
 
 def test_history_labels_show_the_version_only_where_a_spec_repeats() -> None:
