@@ -162,10 +162,12 @@ def _spec(draw: st.DrawFn, depth: int = 0) -> tuple[str, str]:
         items = list(kwargs.items())
         if which == 1:
             items.reverse()
-        parts += [f"{k}{draw(_WS) if which else ''}={draw(_WS) if which else ''}{quote(v)}" for k, v in items]  # fmt: skip
-        return (
-            f"{name}({', '.join(parts)})" if which == 0 else f"{name}({','.join(parts)}){draw(_WS)}"
-        )
+        for k, v in items:
+            gap = (draw(_WS), draw(_WS)) if which else ("", "")
+            parts.append(f"{k}{gap[0]}={gap[1]}{quote(v)}")
+        if which == 0:
+            return f"{name}({', '.join(parts)})"
+        return f"{name}({','.join(parts)}){draw(_WS)}"
 
     return spell(0), spell(1)
 
