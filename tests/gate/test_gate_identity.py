@@ -26,7 +26,7 @@ from shieldbench.datasets import load_dataset
 from shieldbench.defenses import build_defense
 from shieldbench.engine import run_defense
 from shieldbench.errors import RunError
-from shieldbench.gate import markdown_summary, run_gate
+from shieldbench.gate import GateSettings, markdown_summary, run_gate
 from shieldbench.runio import save_run
 from shieldbench.store import open_store
 from shieldbench.types import DefenseInfo, Run, RunConfig, Verdict
@@ -157,7 +157,7 @@ def test_a_baseline_that_is_the_candidate_is_refused(
     with pytest.raises(RunError, match="no discordant pair and shows nothing"):
         run_gate(plain, plain)
     # a copy under another id is another run: gated normally
-    assert run_gate(replace(plain, id="copy"), plain).passed
+    assert run_gate(replace(plain, id="copy"), plain, GateSettings(margin=0.0)).passed
 
 
 def test_the_summary_shows_versions_where_the_specs_are_the_same(
