@@ -85,12 +85,8 @@ def test_a_tag_baseline_is_a_run_of_the_candidates_defense(
         store.add_run(other, tags={"branch": "main"}, git=(None, None))  # the newest so tagged
     cand = save_run(_later(plain, "cand", 3), tmp_path / "cand.json")
     out = tmp_path / "gate.json"
-    done = runner.invoke(
-        app,
-        ["gate", str(cand), "--baseline", "tag:branch=main", "--db", db, "--margin", "0"]
-        + ["--json", str(out)],
-        env=ENV,
-    )
+    args = ["gate", str(cand), "--baseline", "tag:branch=main", "--db", db, "--margin", "0"]
+    done = runner.invoke(app, [*args, "--json", str(out)], env=ENV)
     assert done.exit_code == 0, done.output
     assert "vs baseline main-pattern (pattern)" in " ".join(done.output.split())
     result = json.loads(out.read_text(encoding="utf-8"))
