@@ -100,10 +100,11 @@ def flips_markdown(sections: tuple[FlipSection, ...], *, text_limit: int) -> lis
                 for x in found[:MARKDOWN_TOP]
             ]
             shown = min(MARKDOWN_TOP, len(found))
+            verdicts = kind in ("blocked_to_allowed", "allowed_to_blocked")
+            order = ": worse first, then by score change" if verdicts else ""
             lines += [
                 "",
-                f"**{KIND_TITLES[kind]}** ({len(found)}; top {shown}: worse first, then by"
-                " score change):",
+                f"**{KIND_TITLES[kind]}** ({len(found)}; top {shown}{order}):",
                 "",
                 md_table(["Sample", "Label / category", "a", "b", "For b", "Text"], rows),
             ]
