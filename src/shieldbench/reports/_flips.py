@@ -4,8 +4,9 @@ A :class:`FlipSection` is one :func:`~shieldbench.metrics.verdict_flips` result 
 the report labels of its two runs (each run against the first of its dataset
 group). JSON carries every flip (texts cut to the report's ``text_limit``);
 Markdown shows the counts and the top :data:`MARKDOWN_TOP` flips of each kind
-(worse first, then the largest score change); HTML lists every flip in a table per kind, texts
-escaped by the template's autoescape.
+(worse first, then the largest score change); HTML the first :data:`HTML_TOP` of
+each kind in a table per kind (texts cut to :data:`HTML_TEXT` characters, escaped
+by the template's autoescape).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from shieldbench.reports._mdescape import Md, md_table, md_text
 from shieldbench.types import Run
 
 __all__ = [
+    "HTML_TEXT",
+    "HTML_TOP",
     "KIND_TITLES",
     "MARKDOWN_TOP",
     "FlipSection",
@@ -28,6 +31,8 @@ __all__ = [
 ]
 
 MARKDOWN_TOP = 10
+HTML_TOP = 50  # per kind; the page stays small, report.json has every flip
+HTML_TEXT = 200
 KIND_TITLES: dict[str, str] = {
     "blocked_to_allowed": "blocked → allowed",
     "allowed_to_blocked": "allowed → blocked",

@@ -35,7 +35,7 @@ from markupsafe import Markup
 from shieldbench.metrics import Estimate, Rate, SampleFlip
 from shieldbench.reports import _attack_charts, _charts, _plane_charts
 from shieldbench.reports._e2e_view import e2e_html
-from shieldbench.reports._flips import KIND_TITLES, side_text
+from shieldbench.reports._flips import HTML_TEXT, HTML_TOP, KIND_TITLES, side_text
 from shieldbench.reports._format import (
     DASH,
     est_text,
@@ -306,6 +306,8 @@ def _context(report: Report, *, charts: bool) -> dict[str, Any]:
     return {
         "report": report,
         "flip_titles": KIND_TITLES,
+        "flips_top": HTML_TOP,
+        "flips_text": min(HTML_TEXT, report.settings.text_limit),
         "csp": CSP_TEMPLATE.format(script_hash=f"sha256-{digest}"),
         "css": Markup(css),  # our own stylesheet
         "js": Markup(js),  # our own script, allowed by its CSP hash
