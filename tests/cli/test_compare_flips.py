@@ -118,7 +118,7 @@ def test_json_and_the_reports_list_every_flip_escaped(
     assert section["flips"][0]["text"].startswith(HOSTILE)
 
     md = (folder / "report.md").read_text(encoding="utf-8")
-    assert "### Samples that changed: strong → weak" in md
+    assert "## Samples that changed on inline\n\n### strong → weak\n" in md
     assert "**blocked → allowed** (5; top 5: worse first, then by score change):" in md
     assert r"\<script\>alert(1)\</script\> \[bold red\]x\[/\] \| \*md\*" in md
     assert "<script>" not in md

@@ -68,15 +68,19 @@ def side_text(status: str, blocked: bool | None, score: float | None, error: str
     return ("blocked" if blocked else "allowed") + ("" if score is None else f" {score:.3f}")
 
 
-def flips_markdown(sections: tuple[FlipSection, ...], *, text_limit: int) -> list[str]:
-    """The "Samples that changed" part of a dataset group's comparison."""
-    lines: list[str] = []
+def flips_markdown(
+    sections: tuple[FlipSection, ...], *, dataset: str, text_limit: int
+) -> list[str]:
+    """The "Samples that changed" section of one dataset group (nothing for one run)."""
+    if not sections:
+        return []
+    lines: list[str] = ["", f"## Samples that changed on {md_text(dataset)}"]
     for sec in sections:
         f = sec.flips
         counts = f.counts()
         lines += [
             "",
-            f"### Samples that changed: {md_text(sec.a)} → {md_text(sec.b)}",
+            f"### {md_text(sec.a)} → {md_text(sec.b)}",
             "",
             f"Over {f.n_common} samples in both runs: "
             + ", ".join(f"{counts[k]} {KIND_TITLES[k]}" for k in FLIP_KINDS)

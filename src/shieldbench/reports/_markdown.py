@@ -382,7 +382,9 @@ def render_markdown(report: Report) -> str:
     lines += _errors(report.runs)
     for group in report.groups:
         lines += comparison_markdown(group)
-        lines += flips_markdown(group.flips, text_limit=report.settings.text_limit)
+        lines += flips_markdown(
+            group.flips, dataset=group.dataset.spec, text_limit=report.settings.text_limit
+        )
     if report.attack is not None:
         lines += attack_markdown(
             report.attack.view,
