@@ -51,7 +51,7 @@ class TrendPoint:
     @property
     def identity(self) -> DefenseIdentity:
         """The series this run belongs to."""
-        return DefenseIdentity.of(self.run.defense_spec, self.run.defense_version)
+        return self.run.identity
 
     @property
     def block_changed(self) -> bool:
@@ -80,7 +80,7 @@ def trend_points(runs: Sequence[RunInfo], *, alpha: float = 0.05) -> list[TrendP
     points = []
     last: dict[DefenseIdentity, RunInfo] = {}
     for run in runs:
-        identity = DefenseIdentity.of(run.defense_spec, run.defense_version)
+        identity = run.identity
         before = last.get(identity)
         last[identity] = run
         if before is None:

@@ -57,9 +57,9 @@ def _since(text: str | None) -> datetime | None:
 def _defense_labels(rows: list[RunInfo]) -> list[str]:
     """Each run's defense by canonical spec, with its version where the listing holds
     two versions of that spec (never by display name, which variants share)."""
-    from shieldbench.identity import DefenseIdentity, identity_labels
+    from shieldbench.identity import identity_labels
 
-    return identity_labels([DefenseIdentity.of(r.defense_spec, r.defense_version) for r in rows])
+    return identity_labels([r.identity for r in rows])
 
 
 def _table(rows: list[RunInfo]) -> Table:

@@ -23,6 +23,7 @@ from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from shieldbench.errors import StoreError
+from shieldbench.identity import DefenseIdentity
 from shieldbench.store._models import OutcomeRow, RunRow, RunTagRow, SampleSetRow
 from shieldbench.store._samples import read_samples
 from shieldbench.types import (
@@ -69,6 +70,12 @@ class RunInfo:
     p50_ms: float | None
     p95_ms: tuple[float | None, float | None, float | None]
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def identity(self) -> DefenseIdentity:
+        """Which defense this run measured: canonical spec and version (never the
+        display name, which variants share)."""
+        return DefenseIdentity.of(self.defense_spec, self.defense_version)
 
     def to_dict(self) -> dict[str, Any]:
         return {
