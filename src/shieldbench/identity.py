@@ -53,10 +53,6 @@ class DefenseIdentity:
     def __str__(self) -> str:
         return self.spec if self.version is None else f"{self.spec} version {self.version}"
 
-    @property
-    def sort_key(self) -> tuple[str, str]:
-        return (self.spec, self.version or "")
-
     def to_dict(self) -> dict[str, Any]:
         return {"spec": self.spec, "version": self.version}
 
