@@ -31,7 +31,7 @@ from types import MappingProxyType
 
 from shieldbench.errors import SpecError
 
-__all__ = ["Spec", "parse_spec", "split_top_level"]
+__all__ = ["Spec", "canonical_spec", "parse_spec", "split_top_level"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 # Option names may hold dots and dashes: header.X-Api-Key=env:KEY (http: headers).
@@ -189,3 +189,71 @@ def parse_spec(text: str) -> Spec:
         f"{text!r}: expected '{name}', '{name}:ARGUMENT' or '{name}(ARG, key=value)'"
         f" but found {rest[:20]!r} after the name"
     )
+
+
+def _needs_quotes(value: str) -> bool:
+    if not value or value != value.strip() or value[0] in "'\"" or _KWARG.match(value):
+        return True
+    try:
+        return len(split_top_level(value)) > 1
+    except SpecError:  # unbalanced brackets or quotes: only quoting keeps them
+        return True
+
+
+def _render_value(value: str) -> str:
+    """``value`` as it must be written inside ``name(...)`` to parse back as itself."""
+    if not _needs_quotes(value):
+        return value
+    if "'" not in value:
+        return f"'{value}'"
+    if '"' not in value:
+        return f'"{value}"'
+    raise SpecError(f"{value!r} holds both quote characters and cannot be written in a spec")
+
+
+def _canonical_value(value: str) -> str:
+    """A nested spec argument in canonical form; any other value (a path, a number, a
+    URL that does not parse as a spec) verbatim."""
+    try:
+        return canonical_spec(value)
+    except SpecError:
+        return value
+
+
+def canonical_spec(text: str) -> str:
+    """The one spelling of a spec: what two spellings of the same defense share.
+
+    Whitespace around names, arguments and ``=`` is dropped, options are sorted by
+    name, quotes are kept only where a value needs them, ``name()`` is ``name``, and
+    nested spec arguments are canonical too. ``name:argument`` stays in that form
+    (it is a different spelling of ``name(argument)`` only for plugins that read
+    one argument, which the parser cannot know). A spelling that would not parse
+    back to the same spec is returned stripped but otherwise as written.
+
+    Example:
+        >>> canonical_spec("  fail_closed( any(pattern , semantic),timeout = 2 )")
+        'fail_closed(any(pattern, semantic), timeout=2)'
+        >>> canonical_spec("vote(a, b, min=2, k=3)") == canonical_spec("vote(a,b,k=3,min=2)")
+        True
+        >>> canonical_spec("pattern()"), canonical_spec("jsonl:data/x.jsonl")
+        ('pattern', 'jsonl:data/x.jsonl')
+    """
+    spec = parse_spec(text)
+    stripped = text.strip()
+    if not spec.args and not spec.kwargs:
+        return spec.name
+    if stripped[len(spec.name)] == ":":
+        return f"{spec.name}:{_canonical_value(spec.args[0])}"
+    try:
+        parts = [_render_value(_canonical_value(a)) for a in spec.args]
+        parts += [
+            f"{k}={_render_value(_canonical_value(v))}" for k, v in sorted(spec.kwargs.items())
+        ]
+    except SpecError:
+        return stripped
+    rendered = f"{spec.name}({', '.join(parts)})"
+    again = parse_spec(rendered)
+    same = again.args == tuple(_canonical_value(a) for a in spec.args) and dict(again.kwargs) == {
+        k: _canonical_value(v) for k, v in spec.kwargs.items()
+    }
+    return rendered if same else stripped

@@ -1,8 +1,10 @@
 """A defense's figures over time, as one self-contained HTML page.
 
 :func:`trend_points` turns stored runs (:class:`~shieldbench.store.RunInfo`, oldest
-first) into points with their 95% intervals and marks a run where a change from
-the run before it is significant: Fisher's exact test (two-sided, ``alpha`` 0.05)
+first) into points with their 95% intervals, one series per defense identity
+(canonical spec and version: a threshold variant or a new version is its own
+series, never mixed into another), and marks a run where a change from the run
+before it *in its series* is significant: Fisher's exact test (two-sided, ``alpha`` 0.05)
 on the block-rate and false-positive counts of the two runs. It is a two-sample
 test, conservative for runs on the same samples (a paired test would need every
 outcome; ``shieldbench gate`` and ``monitor`` do that), and it needs no outcome to
@@ -21,13 +23,16 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from shieldbench.identity import DefenseIdentity, identity_labels
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from shieldbench.store import RunInfo
 
-__all__ = ["TrendPoint", "render_trend", "trend_points"]
+__all__ = ["TrendPoint", "render_trend", "trend_points", "trend_series"]
 
+_COLORS = ("#175cd3", "#027a48", "#b54708", "#6941c6", "#c11574", "#0e7090")
 _CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none';"
     " form-action 'none'"
@@ -42,6 +47,11 @@ class TrendPoint:
     block_p: float | None
     fpr_p: float | None
     alpha: float
+
+    @property
+    def identity(self) -> DefenseIdentity:
+        """The series this run belongs to."""
+        return self.run.identity
 
     @property
     def block_changed(self) -> bool:
@@ -65,17 +75,29 @@ def _fisher(a: dict[str, Any], b: dict[str, Any], k: str, n: str) -> float | Non
 
 
 def trend_points(runs: Sequence[RunInfo], *, alpha: float = 0.05) -> list[TrendPoint]:
-    """The runs as trend points, each tested against the one before it."""
+    """The runs as trend points (in the order given), each tested against the run
+    before it of the same identity; the first run of an identity is not tested."""
     points = []
-    for i, run in enumerate(runs):
-        if i == 0:
+    last: dict[DefenseIdentity, RunInfo] = {}
+    for run in runs:
+        identity = run.identity
+        before = last.get(identity)
+        last[identity] = run
+        if before is None:
             points.append(TrendPoint(run, None, None, alpha))
             continue
-        a, b = dict(runs[i - 1].extra.get("counts") or {}), dict(run.extra.get("counts") or {})
+        a, b = dict(before.extra.get("counts") or {}), dict(run.extra.get("counts") or {})
         points.append(
             TrendPoint(run, _fisher(a, b, "tp", "attacks"), _fisher(a, b, "fp", "benign"), alpha)
         )
     return points
+
+
+def trend_series(points: Sequence[TrendPoint]) -> dict[DefenseIdentity, str]:
+    """The identities on the trend, in order of first appearance, with their labels
+    (the spec, and the version where two series share a spec)."""
+    identities = list(dict.fromkeys(p.identity for p in points))
+    return dict(zip(identities, identity_labels(identities), strict=True))
 
 
 def _chart(points: Sequence[TrendPoint], which: str) -> str:
@@ -91,21 +113,28 @@ def _chart(points: Sequence[TrendPoint], which: str) -> str:
         "p95": "p95 latency (ms), 95% order-statistic interval",
     }[which]
 
+    series = trend_series(points)
+
     def draw(fig: Figure) -> None:
         ax = fig.add_subplot()
-        xs, ys, lo, hi, marks = [], [], [], [], []
-        for i, p in enumerate(points):
-            value, low, high = triple(p)
-            if value is None:
-                continue
-            xs.append(i)
-            ys.append(value)
-            lo.append(value - (low if low is not None else value))
-            hi.append((high if high is not None else value) - value)
-            changed = p.block_changed if which == "block" else p.fpr_changed
-            if changed and which != "p95":
-                marks.append((i, value))
-        ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o-", capsize=3, color="#175cd3", lw=1.2)
+        marks = []
+        for k, (identity, label) in enumerate(series.items()):
+            xs, ys, lo, hi = [], [], [], []
+            for i, p in enumerate(points):
+                value, low, high = triple(p)
+                if value is None or p.identity != identity:
+                    continue
+                xs.append(i)
+                ys.append(value)
+                lo.append(value - (low if low is not None else value))
+                hi.append((high if high is not None else value) - value)
+                changed = p.block_changed if which == "block" else p.fpr_changed
+                if changed and which != "p95":
+                    marks.append((i, value))
+            color = _COLORS[k % len(_COLORS)]
+            ax.errorbar(
+                xs, ys, yerr=[lo, hi], fmt="o-", capsize=3, color=color, lw=1.2, label=label
+            )
         if marks:
             mx, my = [m[0] for m in marks], [m[1] for m in marks]
             ax.scatter(
@@ -117,7 +146,8 @@ def _chart(points: Sequence[TrendPoint], which: str) -> str:
                 linewidths=2,
                 label="significant change",
             )
-            ax.legend(loc="best")
+        if marks or len(series) > 1:
+            ax.legend(loc="best", fontsize=8)
         ax.set_title(title, loc="left")
         if which != "p95":
             ax.yaxis.set_major_formatter(percent_formatter())
@@ -148,6 +178,7 @@ def render_trend(points: Sequence[TrendPoint], *, title: str) -> str:
     """The HTML page (a string): three charts and a table of the runs."""
     css = resources.files("shieldbench.reports").joinpath("templates/report.css").read_text()
     e = html.escape
+    series = trend_series(points)
     rows = []
     for p in points:
         r = p.run
@@ -155,7 +186,7 @@ def render_trend(points: Sequence[TrendPoint], *, title: str) -> str:
         rows.append(
             "<tr>"
             f"<td>{e(r.started.strftime('%Y-%m-%d %H:%M'))}</td><td>{e(r.id)}</td>"
-            f"<td>{e(r.defense_version or '')}</td>"
+            f"<td>{e(series[p.identity])}</td><td>{e(r.defense_version or '')}</td>"
             f"<td class=num>{e(_pct(r.block_rate))}</td><td class=num>{e(_pct(r.fpr))}</td>"
             f"<td class=num>{e(_pct(r.p95_ms, ms=True))}</td>"
             f"<td>{e(r.git_commit[:10] if r.git_commit else '')}</td>"
@@ -167,11 +198,14 @@ def render_trend(points: Sequence[TrendPoint], *, title: str) -> str:
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
         f"<title>{e(title)}</title><style>{css}</style></head><body>"
-        f'<header class="top"><h1>{e(title)}</h1><p class="muted">{len(points)} runs;'
-        " ringed points: a change from the run before that is significant (Fisher's exact"
+        f'<header class="top"><h1>{e(title)}</h1><p class="muted">{len(points)} runs of'
+        f" {len(series)} defense{'s' * (len(series) != 1)} (one series per canonical spec and"
+        " version, never mixed); ringed points: a change from the run before in the same"
+        " series that is significant (Fisher's exact"
         f" test, alpha {points[0].alpha if points else 0.05:g}).</p></header><main>"
         f"<section><h2>Over time</h2>{charts}</section>"
-        "<section><h2>Runs</h2><table><tr><th>started (UTC)</th><th>run</th><th>version</th>"
+        "<section><h2>Runs</h2><table><tr><th>started (UTC)</th><th>run</th><th>defense</th>"
+        "<th>version</th>"
         "<th>block rate</th><th>FPR</th><th>p95 ms</th><th>commit</th><th>tags</th>"
         f"<th>significant change</th></tr>{''.join(rows)}</table></section>"
         "</main></body></html>\n"

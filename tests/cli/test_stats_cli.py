@@ -85,6 +85,7 @@ def test_compare_prints_leaderboard_and_verdicts(run_files: list[Path], tmp_path
     assert format_rate(rate(120, 120)) in out  # 100.0% [96.9–100.0] n=120
     assert format_rate(rate(40, 120)) in out
     saved = json.loads(out_json.read_text())
+    assert saved.pop("flips")[0]["a"] == "strong"  # tests/cli/test_compare_flips.py
     expected = compare_runs([load_run(p) for p in run_files], margin=0.02).to_dict()
     assert saved == json.loads(json.dumps(expected))
     assert saved["pairs"][0]["verdicts"][0]["verdict"] == "significantly better"

@@ -1,8 +1,10 @@
 """``shieldbench gate``: pass or fail a candidate run against a baseline, for CI.
 
 Exit 0 when every check passes, 1 when one fails, 2 on bad input (unreadable run,
-unknown reference, runs on different data). Run files or history references
-(``latest:DEFENSE@DATASET``, ``tag:KEY=VALUE``, a run id) name both runs.
+unknown reference, runs on different data, a baseline that is the candidate). Run
+files or history references (``latest:DEFENSE@DATASET``, ``tag:KEY=VALUE``, a run
+id) name both runs; a ``tag:`` baseline means the newest tagged run of the
+candidate's defense (canonical spec and version) on the candidate's data.
 """
 
 from __future__ import annotations
@@ -37,14 +39,44 @@ class _Refs:
         self._db = db
         self._store: Store | None = None
 
-    def load(self, ref: str, *, dataset_hash: str | None = None) -> Run:
+    def load(self, ref: str) -> Run:
         from shieldbench.runio import load_run
 
         if Path(ref).is_file() or _looks_like_file(ref):
             return load_run(ref)
+        return self._open().get_run(self._open().resolve(ref))
+
+    def baseline(self, ref: str, candidate: Run) -> Run:
+        """The baseline ``ref`` names for ``candidate``: a ``tag:`` reference picks the
+        newest tagged run of the candidate's defense identity on its data (or is
+        refused saying why); a ``latest:`` one prefers them. The candidate itself is
+        refused."""
+        from shieldbench.errors import RunError
+        from shieldbench.gate import same_run
+        from shieldbench.identity import DefenseIdentity
+
+        if Path(ref).is_file() or _looks_like_file(ref):
+            base = self.load(ref)
+        else:
+            store = self._open()
+            identity = DefenseIdentity.of(candidate.defense.spec, candidate.defense.version)
+            found = store.resolve(
+                ref, dataset_hash=candidate.dataset.content_hash, identity=identity
+            )
+            base = store.get_run(found)
+        if same_run(candidate, base):
+            raise RunError(
+                f"--baseline {ref!r} names the candidate run itself ({candidate.id!r},"
+                f" {candidate.defense.spec}): a run gated against itself has no discordant"
+                " pair and shows nothing; name an earlier run as the baseline (its run id,"
+                " `shieldbench history --defense SPEC` lists them)"
+            )
+        return base
+
+    def _open(self) -> Store:
         if self._store is None:
             self._store = open_cli_store(self._db, self._ctx, create=False)
-        return self._store.get_run(self._store.resolve(ref, dataset_hash=dataset_hash))
+        return self._store
 
 
 @app.command("gate")
@@ -56,7 +88,9 @@ def gate(
     baseline: Annotated[
         str,
         typer.Option(
-            help="Baseline: a run file, a history id, latest:DEFENSE@DATASET or tag:KEY=VALUE."
+            help="Baseline: a run file, a history id, latest:SPEC@DATASET (SPEC==VERSION for"
+            " one version) or tag:KEY=VALUE (the newest run so tagged of the candidate's"
+            " defense spec and version, on its data)."
         ),
     ],
     margin: Annotated[
@@ -101,7 +135,14 @@ def gate(
     """Gate a candidate run against a baseline: paired non-inferiority on block rate and
     FPR, absolute limits, latency ratio. Exit 0 pass, 1 fail, 2 bad input."""
     from shieldbench.errors import ConfigError
-    from shieldbench.gate import GateSettings, check_line, junit_xml, markdown_summary, run_gate
+    from shieldbench.gate import (
+        GateSettings,
+        check_line,
+        defense_labels,
+        junit_xml,
+        markdown_summary,
+        run_gate,
+    )
 
     if policy is not None and policy not in ERROR_POLICIES:
         raise ConfigError(f"--policy {policy!r}: choose one of {', '.join(ERROR_POLICIES)}")
@@ -119,11 +160,12 @@ def gate(
     )
     refs = _Refs(ctx, db)
     cand = refs.load(candidate)
-    base = refs.load(baseline, dataset_hash=cand.dataset.content_hash)
+    base = refs.baseline(baseline, cand)
     result = run_gate(cand, base, settings)
+    cand_label, base_label = defense_labels(result)
     console.print(
-        f"gate: candidate [bold]{escape(cand.id)}[/] ({escape(cand.defense.spec)}) vs baseline"
-        f" [bold]{escape(base.id)}[/] ({escape(base.defense.spec)}) on"
+        f"gate: candidate [bold]{escape(cand.id)}[/] ({escape(cand_label)}) vs baseline"
+        f" [bold]{escape(base.id)}[/] ({escape(base_label)}) on"
         f" {escape(cand.dataset.spec)}, error policy {result.policy}",
         highlight=False,
     )

@@ -54,6 +54,14 @@ def _since(text: str | None) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def _defense_labels(rows: list[RunInfo]) -> list[str]:
+    """Each run's defense by canonical spec, with its version where the listing holds
+    two versions of that spec (never by display name, which variants share)."""
+    from shieldbench.identity import identity_labels
+
+    return identity_labels([r.identity for r in rows])
+
+
 def _table(rows: list[RunInfo]) -> Table:
     t = Table(title="Run history (95% intervals)", title_justify="left", highlight=False)
     t.add_column("id", overflow="fold", min_width=12)
@@ -64,11 +72,11 @@ def _table(rows: list[RunInfo]) -> Table:
     t.add_column("p95 ms", overflow="fold", min_width=10)
     t.add_column("n / errors", justify="right")
     t.add_column("tags", overflow="fold")
-    for r in rows:
+    for r, defense in zip(rows, _defense_labels(rows), strict=True):
         t.add_row(
             escape(r.id),
             r.started.strftime("%Y-%m-%d %H:%M"),
-            escape(f"{r.defense_spec} @ {r.dataset_spec}"),
+            escape(f"{defense} @ {r.dataset_spec}"),
             _pct(r.block_rate),
             _pct(r.fpr),
             _ms(r.p95_ms),
@@ -81,7 +89,13 @@ def _table(rows: list[RunInfo]) -> Table:
 @history_app.callback()
 def history(
     ctx: typer.Context,
-    defense: Annotated[str | None, typer.Option(help="Only this defense (spec or name).")] = None,
+    defense: Annotated[
+        str | None,
+        typer.Option(
+            help="Only this defense: a spec, matched by canonical form (every version);"
+            " a display name only when no run has that spec."
+        ),
+    ] = None,
     dataset: Annotated[
         str | None, typer.Option(help="Only this dataset (spec or content hash).")
     ] = None,
@@ -193,7 +207,13 @@ def import_(
 @history_app.command("trend")
 def trend(
     ctx: typer.Context,
-    defense: Annotated[str, typer.Option(help="Defense (spec or name).")],
+    defense: Annotated[
+        str,
+        typer.Option(
+            help="Defense spec (canonical form; a display name only when no run has that"
+            " spec). Each spec and version is its own series."
+        ),
+    ],
     dataset: Annotated[str, typer.Option(help="Dataset (spec or content hash).")],
     out: Annotated[Path, typer.Option(help="HTML file to write.")] = Path("trend.html"),
     tag: TagOption = None,
@@ -203,7 +223,7 @@ def trend(
 ) -> None:
     """An HTML page of block rate, FPR and p95 latency over time, with intervals and
     the significant changes marked."""
-    from shieldbench.trend import render_trend, trend_points
+    from shieldbench.trend import render_trend, trend_points, trend_series
 
     store = open_cli_store(_db(ctx, db), ctx, create=False)
     rows = store.runs(
@@ -212,6 +232,7 @@ def trend(
     if not rows:
         raise ConfigError(f"no stored runs of {defense!r} on {dataset!r} in {store.url}")
     points = trend_points(rows)
+    series = trend_series(points)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render_trend(points, title=f"{defense} on {dataset}"), encoding="utf-8")
     marked = sum(p.block_changed or p.fpr_changed for p in points)
@@ -220,3 +241,9 @@ def trend(
         f" {escape(str(out))}",
         highlight=False,
     )
+    if len(series) > 1:
+        console.print(
+            f"{len(series)} series, one per defense spec and version (never mixed): "
+            + escape("; ".join(series.values())),
+            highlight=False,
+        )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -43,6 +43,7 @@ from shieldbench.runio import load_run
 
 if TYPE_CHECKING:
     from shieldbench.metrics import Comparison
+    from shieldbench.types import Run
 
 __all__ = ["format_estimate", "format_rate", "print_comparison"]
 
@@ -212,6 +213,19 @@ def print_comparison(cmp: Comparison, *, out: Console | None = None) -> None:
         target.print(_ni_table(cmp))
 
 
+def _print_flips(runs: list[Run], labels: tuple[str, ...], *, top: int) -> list[dict[str, Any]]:
+    """Print the samples that changed, each run against the first; their JSON form."""
+    from shieldbench.cli._flips import print_flips
+    from shieldbench.metrics import verdict_flips
+
+    found = []
+    for run, label in zip(runs[1:], labels[1:], strict=True):
+        flips = verdict_flips(runs[0], run)
+        print_flips(flips, labels[0], label, top=top, out=console)
+        found.append({"a": labels[0], "b": label, **flips.to_dict()})
+    return found
+
+
 def _run_files(paths: list[Path]) -> list[Path]:
     """Each path as given, a folder replaced by its run files: ``runs/*.json`` inside a
     ``run --out`` folder, else the folder's own ``*.json`` (sorted)."""
@@ -273,6 +287,14 @@ def compare(
         float | None,
         typer.Option(help="Your policy, FPR at most this (e.g. 0.02), drawn in the reports."),
     ] = None,
+    flips: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Samples whose verdict changed, each run against the first: show the top N"
+            " of each kind (0: counts only; --json and the reports list every one).",
+        ),
+    ] = 10,
     db: DbOption = None,
     no_store: NoStoreOption = False,
     tag: TagOption = None,
@@ -309,6 +331,7 @@ def compare(
     )
     print_comparison(cmp)
     data = cmp.to_dict()
+    data["flips"] = _print_flips(loaded, cmp.runs, top=flips)
     print_end_to_end(loaded, None)  # runs with a target: end-to-end table and McNemar
     drift = print_profile_drift(loaded, alpha=alpha)
     if drift:

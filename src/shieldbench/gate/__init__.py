@@ -29,17 +29,20 @@ from shieldbench.gate._checks import (
     latency_ratio,
     mid_p_mcnemar,
     run_gate,
+    same_run,
 )
-from shieldbench.gate._render import check_line, junit_xml, markdown_summary
+from shieldbench.gate._render import check_line, defense_labels, junit_xml, markdown_summary
 
 __all__ = [
     "GateCheck",
     "GateResult",
     "GateSettings",
     "check_line",
+    "defense_labels",
     "junit_xml",
     "latency_ratio",
     "markdown_summary",
     "mid_p_mcnemar",
     "run_gate",
+    "same_run",
 ]

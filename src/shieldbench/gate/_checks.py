@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from shieldbench.errors import RunError
+from shieldbench.identity import DefenseIdentity
 from shieldbench.metrics import (
     PairedTable,
     confusion,
@@ -57,6 +58,7 @@ __all__ = [
     "latency_ratio",
     "mid_p_mcnemar",
     "run_gate",
+    "same_run",
 ]
 
 
@@ -126,6 +128,8 @@ class GateResult:
     policy: str
     settings: GateSettings
     checks: tuple[GateCheck, ...] = field(default=())
+    candidate_defense: DefenseIdentity | None = None
+    baseline_defense: DefenseIdentity | None = None
 
     @property
     def passed(self) -> bool:
@@ -141,12 +145,29 @@ class GateResult:
             "passed": self.passed,
             "candidate": self.candidate,
             "baseline": self.baseline,
+            "candidate_defense": _identity_dict(self.candidate_defense),
+            "baseline_defense": _identity_dict(self.baseline_defense),
             "dataset": self.dataset,
             "content_hash": self.content_hash,
             "policy": self.policy,
             "settings": self.settings.to_dict(),
             "checks": [c.to_dict() for c in self.checks],
         }
+
+
+def _identity_dict(identity: DefenseIdentity | None) -> dict[str, Any] | None:
+    return None if identity is None else identity.to_dict()
+
+
+def same_run(a: Run, b: Run) -> bool:
+    """Whether ``a`` and ``b`` are one run (same id, defense identity and times): a
+    gate of a run against itself has no discordant pair and can show nothing."""
+    return (
+        a.id == b.id
+        and a.started == b.started
+        and DefenseIdentity.of(a.defense.spec, a.defense.version)
+        == DefenseIdentity.of(b.defense.spec, b.defense.version)
+    )
 
 
 def mid_p_mcnemar(table: PairedTable, *, worse_is_more_a: bool) -> float:
@@ -353,11 +374,19 @@ def run_gate(candidate: Run, baseline: Run, settings: GateSettings | None = None
     """Every configured check of ``candidate`` against ``baseline``.
 
     Raises :class:`~shieldbench.errors.RunError` when the runs are not on the same
-    data (content hash) or do not share sample ids: a paired gate cannot answer.
+    data (content hash) or do not share sample ids, or when the baseline is the
+    candidate run itself (:func:`same_run`): a paired gate cannot answer.
     """
     from shieldbench.metrics._pairing import shared_policy
 
     s = settings or GateSettings()
+    if same_run(candidate, baseline):
+        raise RunError(
+            f"the baseline is the candidate run itself ({candidate.id!r},"
+            f" {candidate.defense.spec}, started {candidate.started.isoformat()}): a run"
+            " gated against itself has no discordant pair and shows nothing; name an earlier"
+            " run as the baseline (a run file, a run id, latest:SPEC@DATASET or tag:KEY=VALUE)"
+        )
     if candidate.dataset.content_hash != baseline.dataset.content_hash:
         raise RunError(
             f"the candidate {candidate.id!r} ran on {candidate.dataset.spec!r}"
@@ -399,6 +428,8 @@ def run_gate(candidate: Run, baseline: Run, settings: GateSettings | None = None
         policy=policy,
         settings=s,
         checks=tuple(checks),
+        candidate_defense=DefenseIdentity.of(candidate.defense.spec, candidate.defense.version),
+        baseline_defense=DefenseIdentity.of(baseline.defense.spec, baseline.defense.version),
     )
 
 

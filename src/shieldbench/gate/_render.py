@@ -5,8 +5,16 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from shieldbench.gate._checks import GateCheck, GateResult
+from shieldbench.identity import identity_labels
 
-__all__ = ["check_line", "figure", "junit_xml", "limit", "markdown_summary"]
+__all__ = [
+    "check_line",
+    "defense_labels",
+    "figure",
+    "junit_xml",
+    "limit",
+    "markdown_summary",
+]
 
 
 def _num(x: float | None, unit: str) -> str:
@@ -66,9 +74,12 @@ def junit_xml(result: GateResult) -> str:
         skipped="0",
     )
     props = ET.SubElement(suite, "properties")
+    cand_label, base_label = defense_labels(result)
     for key, value in (
         ("candidate", result.candidate),
+        ("candidate_defense", cand_label),
         ("baseline", result.baseline),
+        ("baseline_defense", base_label),
         ("dataset", result.dataset),
         ("content_hash", result.content_hash),
         ("error_policy", result.policy),
@@ -91,14 +102,26 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def defense_labels(result: GateResult) -> tuple[str, str]:
+    """The candidate's and the baseline's defense as the gate names them: the canonical
+    spec, with the version where both runs have the same spec."""
+    both = [result.candidate_defense, result.baseline_defense]
+    if None in both:
+        return ("?", "?")
+    a, b = identity_labels([i for i in both if i is not None])
+    return a, b
+
+
 def markdown_summary(result: GateResult) -> str:
     """A pull-request comment: verdict, what was compared, one table row per check."""
     n, failed = len(result.checks), len(result.failed)
+    cand, base = (" (`" + _cell(x).replace("`", "'") + "`)" for x in defense_labels(result))
     head = "✅ passed" if result.passed else f"❌ failed ({failed} of {n} checks)"
     lines = [
         f"### shieldbench gate: {head}",
         "",
-        f"Candidate `{_cell(result.candidate)}` vs baseline `{_cell(result.baseline)}` on"
+        f"Candidate `{_cell(result.candidate)}`{cand} vs baseline"
+        f" `{_cell(result.baseline)}`{base} on"
         f" `{_cell(result.dataset)}` (`{result.content_hash[:19]}…`), error policy"
         f" {result.policy}.",
         "",

@@ -1,7 +1,8 @@
 """Metrics and statistics over runs: rates with intervals, paired tests, curves.
 
 Start with :func:`summarize` (every figure of one run) and :func:`compare_runs`
-(leaderboard and pairwise significance of several runs on the same data). The
+(leaderboard and pairwise significance of several runs on the same data);
+:func:`verdict_flips` lists the samples whose verdict differs between two runs. The
 building blocks are public too, in scikit-learn style: plain functions over a
 :class:`~shieldbench.types.Run` or over aligned arrays, returning frozen dataclasses
 with ``to_dict()``.
@@ -72,6 +73,13 @@ from shieldbench.metrics._e2e import (
     has_end_to_end,
     rogan_gladen,
 )
+from shieldbench.metrics._flips import (
+    FLIP_KINDS,
+    FlipKind,
+    SampleFlip,
+    VerdictFlips,
+    verdict_flips,
+)
 from shieldbench.metrics._grouped import GroupedComparisons, compare_pairs_by_group
 from shieldbench.metrics._intervals import (
     BOOTSTRAP_METHODS,
@@ -139,6 +147,7 @@ __all__ = [
     "BOOTSTRAP_METHODS",
     "DIMENSIONS",
     "EXACT_BELOW",
+    "FLIP_KINDS",
     "INTERVAL_METHODS",
     "AucComparison",
     "BootstrapMethod",
@@ -155,6 +164,7 @@ __all__ = [
     "EndToEndSummary",
     "ErrorCounts",
     "Estimate",
+    "FlipKind",
     "FunnelRow",
     "GroupComparison",
     "GroupRates",
@@ -178,11 +188,13 @@ __all__ = [
     "Rate",
     "RocCurve",
     "RunSummary",
+    "SampleFlip",
     "ScoreSummary",
     "SummarySettings",
     "ThresholdCalibration",
     "Throughput",
     "TradeOff",
+    "VerdictFlips",
     "adjust_p_values",
     "average_precision",
     "bootstrap_interval",
@@ -227,5 +239,6 @@ __all__ = [
     "threshold_sweep",
     "throughput",
     "tpr_at_fpr",
+    "verdict_flips",
     "wilson_half_width",
 ]

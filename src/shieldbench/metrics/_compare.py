@@ -17,9 +17,10 @@ significant difference", with the p-value. Per-category comparisons of two runs 
   FPR (Tango's score test; this family is corrected separately).
 - Same data required: runs whose datasets' content hashes differ are refused with
   :class:`StatisticsError`. Runs of the same defense spec are allowed and labelled
-  by run id. Pairs where either outcome is excluded (``exclude`` policy) are left
-  out of that pair's tables. All runs are read under one error policy: ``policy``,
-  or their shared recorded policy (mixed policies must be overridden explicitly).
+  by version where theirs differ, else by run id. Pairs where either outcome is
+  excluded (``exclude`` policy) are left out of that pair's tables. All runs are
+  read under one error policy: ``policy``, or their shared recorded policy (mixed
+  policies must be overridden explicitly).
 - Leaderboard ranking: by balanced accuracy by default (``rank_by``), ties broken
   by block rate then FPR; every entry carries its rates with intervals.
 
@@ -217,10 +218,18 @@ class Comparison:
 
 
 def _labels(runs: Sequence[Run]) -> list[str]:
+    """The spec; where two runs share it, the version (when theirs differ) or the run id."""
     specs = Counter(r.defense.spec for r in runs)
-    labels = [
-        r.defense.spec if specs[r.defense.spec] == 1 else f"{r.defense.spec} [{r.id}]" for r in runs
-    ]
+    versions = Counter((r.defense.spec, r.defense.version) for r in runs)
+    labels = []
+    for r in runs:
+        spec, version = r.defense.spec, r.defense.version
+        if specs[spec] == 1:
+            labels.append(spec)
+        elif version is not None and versions[(spec, version)] == 1:
+            labels.append(f"{spec} version {version}")
+        else:
+            labels.append(f"{spec} [{r.id}]")
     if len(set(labels)) != len(labels):
         raise StatisticsError("two runs share a defense spec and a run id; give them distinct ids")
     return labels

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from shieldbench.alerts import Alert, Cooldown, LogSink, Sink, TerminalSink, WebhookSink, deliver
+from shieldbench.identity import DefenseIdentity
 from shieldbench.monitor._config import MonitorConfig, Suite
 from shieldbench.monitor._detect import Finding, compare_runs_for_drift
 from shieldbench.monitor._profile import compare_profiles_for_drift
@@ -106,11 +107,12 @@ class Monitor:
     def _references(self, spec: str, suite: Suite, run: Run) -> list[tuple[str, list[Run]]]:
         c = self.config.compare
         need = max(1 if c.last else 0, c.window) + 1
-        earlier = [
-            r.id
-            for r in reversed(self.store.runs(defense=spec, tags=self._tags(suite), limit=need))
-            if r.id != run.id
-        ]
+        # Runs of this defense's canonical spec (matched as such, never by display
+        # name): a threshold variant is another defense, never "the last run"; a new
+        # version of this one is what the monitor is watching for.
+        identity = DefenseIdentity.of(run.defense.spec, run.defense.version)
+        mine = self.store.runs(defense=identity.spec, tags=self._tags(suite), limit=need)
+        earlier = [r.id for r in reversed(mine) if r.id != run.id]
         loaded: dict[str, Run] = {}
 
         def get(run_id: str) -> Run:
@@ -124,7 +126,9 @@ class Monitor:
         if c.window and (len(earlier) > 1 or (not c.last and earlier)):  # one run: "last" says it
             refs.append((f"last {c.window} runs", [get(i) for i in earlier[: c.window]]))
         if c.baseline:
-            base = self.store.resolve(c.baseline, dataset_hash=run.dataset.content_hash)
+            base = self.store.resolve(
+                c.baseline, dataset_hash=run.dataset.content_hash, identity=identity
+            )
             refs.append((f"baseline {c.baseline}", [get(base)]))
         return refs
 

@@ -50,6 +50,7 @@ from shieldbench.metrics._columnar import columnar, latencies
 from shieldbench.reports._attack_view import AttackLike, attack_view
 from shieldbench.reports._e2e_view import end_to_end_view
 from shieldbench.reports._examples import worst_case
+from shieldbench.reports._flips import flip_sections
 from shieldbench.reports._model import (
     AttackSection,
     CompositeFacts,
@@ -286,6 +287,8 @@ def _groups(
                     labels, [sections[i].summary for i in members], max_fpr=settings.max_fpr
                 ),
                 by_category=None if cmp is None else _by_category(group_runs, labels, cmp),
+                flips=flip_sections(group_runs, labels),
+                text_limit=settings.text_limit,
             )
         )
     return tuple(groups)

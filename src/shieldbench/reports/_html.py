@@ -32,9 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
 
-from shieldbench.metrics import Estimate, Rate
+from shieldbench.metrics import Estimate, Rate, SampleFlip
 from shieldbench.reports import _attack_charts, _charts, _plane_charts
 from shieldbench.reports._e2e_view import e2e_html
+from shieldbench.reports._flips import HTML_TEXT, HTML_TOP, KIND_TITLES, side_text
 from shieldbench.reports._format import (
     DASH,
     est_text,
@@ -94,6 +95,12 @@ def _cut(text: object, limit: int = 500) -> str:
     return s if len(s) <= limit else s[:limit] + f" … ({len(s)} characters)"
 
 
+def _flip_side(flip: SampleFlip, which: str) -> str:
+    if which == "a":
+        return side_text(flip.status_a, flip.blocked_a, flip.score_a, flip.error_a)
+    return side_text(flip.status_b, flip.blocked_b, flip.score_b, flip.error_b)
+
+
 @cache
 def _environment() -> Environment:
     from jinja2 import Environment, StrictUndefined  # on first render, not at import
@@ -110,6 +117,7 @@ def _environment() -> Environment:
         eci=_eci,
         cut=_cut,
         short=short_id,
+        flip_side=_flip_side,
     )
     return env
 
@@ -297,6 +305,9 @@ def _context(report: Report, *, charts: bool) -> dict[str, Any]:
         attack_bypasses = ordered[:MAX_ATTACK_BYPASSES]
     return {
         "report": report,
+        "flip_titles": KIND_TITLES,
+        "flips_top": HTML_TOP,
+        "flips_text": min(HTML_TEXT, report.settings.text_limit),
         "csp": CSP_TEMPLATE.format(script_hash=f"sha256-{digest}"),
         "css": Markup(css),  # our own stylesheet
         "js": Markup(js),  # our own script, allowed by its CSP hash

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from shieldbench.metrics import GroupRates
 from shieldbench.reports._e2e_view import e2e_markdown
+from shieldbench.reports._flips import flips_markdown
 from shieldbench.reports._format import DASH, INTERVAL_NAMES, est_text, ms, num, pct, rate_text
 from shieldbench.reports._markdown_attack import attack_markdown
 from shieldbench.reports._markdown_more import comparison_markdown
@@ -381,6 +382,9 @@ def render_markdown(report: Report) -> str:
     lines += _errors(report.runs)
     for group in report.groups:
         lines += comparison_markdown(group)
+        lines += flips_markdown(
+            group.flips, dataset=group.dataset.spec, text_limit=report.settings.text_limit
+        )
     if report.attack is not None:
         lines += attack_markdown(
             report.attack.view,

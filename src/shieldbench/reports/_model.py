@@ -31,6 +31,7 @@ from shieldbench.metrics import (
     RunSummary,
     TradeOff,
 )
+from shieldbench.reports._flips import FlipSection
 from shieldbench.reports._plane import TradeoffPlane
 from shieldbench.reports._records import Recommendation, ReportSettings
 from shieldbench.types import DatasetInfo, DefenseInfo, RunConfig
@@ -293,7 +294,8 @@ class DatasetGroup:
     runs on the security / utility plane, overall first, then per attack category;
     ``by_category`` holds every pair's paired tests within each category (one Holm
     family, as ``compare --by category``), ``None`` with fewer than two runs or
-    when they could not be compared.
+    when they could not be compared. ``flips`` lists the samples whose verdict
+    differs, each run against the first (texts cut to ``text_limit`` in JSON).
     """
 
     dataset: DatasetInfo
@@ -303,6 +305,8 @@ class DatasetGroup:
     sample_size_warnings: tuple[SampleSizeWarning, ...]
     planes: tuple[TradeoffPlane, ...] = ()
     by_category: GroupedComparisons | None = None
+    flips: tuple[FlipSection, ...] = ()
+    text_limit: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -313,6 +317,7 @@ class DatasetGroup:
             "sample_size_warnings": [w.to_dict() for w in self.sample_size_warnings],
             "planes": [p.to_dict() for p in self.planes],
             "by_category": None if self.by_category is None else self.by_category.to_dict(),
+            "flips": [f.to_dict(text_limit=self.text_limit) for f in self.flips],
         }
 
 

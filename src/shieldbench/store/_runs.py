@@ -13,15 +13,17 @@ original's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from types import EllipsisType
 from typing import Any
 
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from shieldbench.errors import StoreError
+from shieldbench.identity import DefenseIdentity
 from shieldbench.store._models import OutcomeRow, RunRow, RunTagRow, SampleSetRow
 from shieldbench.store._samples import read_samples
 from shieldbench.types import (
@@ -68,6 +70,12 @@ class RunInfo:
     p50_ms: float | None
     p95_ms: tuple[float | None, float | None, float | None]
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def identity(self) -> DefenseIdentity:
+        """Which defense this run measured: canonical spec and version (never the
+        display name, which variants share)."""
+        return DefenseIdentity.of(self.defense_spec, self.defense_version)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -217,17 +225,24 @@ def _info(row: RunRow, tags: Mapping[str, str]) -> RunInfo:
 
 def filtered(
     *,
-    defense: str | None = None,
+    specs: Collection[str] | None = None,
+    version: str | EllipsisType | None = ...,
     dataset: str | None = None,
     tags: Mapping[str, str] | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
 ) -> Select[RunRow]:
-    """The runs matching every given filter (a defense by spec or name, a dataset by
-    spec or content hash, every tag), newest first."""
+    """The runs matching every given filter, newest first: a defense spec among
+    ``specs`` as stored (:func:`shieldbench.store._resolve.defense_specs` finds the
+    spellings of one), its ``version`` (``None``: runs without one; ``...``: any), a
+    dataset by spec or content hash, every tag."""
     query = select(RunRow)
-    if defense is not None:
-        query = query.where((RunRow.defense_spec == defense) | (RunRow.defense_name == defense))
+    if specs is not None:
+        query = query.where(RunRow.defense_spec.in_(list(specs)))
+    if version is None:
+        query = query.where(RunRow.defense_version.is_(None))
+    elif not isinstance(version, EllipsisType):
+        query = query.where(RunRow.defense_version == version)
     if dataset is not None:
         query = query.where((RunRow.dataset_spec == dataset) | (RunRow.dataset_hash == dataset))
     for key, value in (tags or {}).items():

@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from types import EllipsisType
 from typing import Any
 
 from sqlalchemy import Connection, func, select
@@ -15,9 +16,11 @@ from sqlalchemy.orm import Session
 from shieldbench._redact import mask_all, redact, redact_all
 from shieldbench.alerts import Alert, Delivery
 from shieldbench.errors import StoreError
+from shieldbench.identity import DefenseIdentity
 from shieldbench.store._git import git_info
 from shieldbench.store._models import AlertRow, AttackRow, RunRow
 from shieldbench.store._open import StoreEngine, open_engine, resolve_url
+from shieldbench.store._resolve import defense_specs, resolve_reference
 from shieldbench.store._runs import RunInfo, filtered, list_runs, newest, read_run
 from shieldbench.store._runwrite import insert_run
 from shieldbench.types import Run
@@ -126,15 +129,36 @@ class Store:
         self,
         *,
         defense: str | None = None,
+        identity: DefenseIdentity | None = None,
         dataset: str | None = None,
         tags: Mapping[str, str] | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int | None = None,
     ) -> list[RunInfo]:
-        """Stored runs matching every filter, oldest first (the newest ``limit``)."""
-        query = filtered(defense=defense, dataset=dataset, tags=tags, since=since, until=until)
+        """Stored runs matching every filter, oldest first (the newest ``limit``).
+
+        ``defense`` is a spec, matched by canonical form (every version), or failing
+        that a display name; ``identity`` is one spec and version exactly."""
         with self.session() as s:
+            specs = None if defense is None else defense_specs(s, defense)
+            version: str | EllipsisType | None = ...
+            if identity is not None:  # that spec exactly (never a display name)
+                found = defense_specs(s, identity.spec)
+                specs = [
+                    x
+                    for x in (found if specs is None else set(specs) & set(found))
+                    if DefenseIdentity.of(x, None).spec == identity.spec
+                ]
+                version = identity.version
+            query = filtered(
+                specs=specs,
+                version=version,
+                dataset=dataset,
+                tags=tags,
+                since=since,
+                until=until,
+            )
             return list_runs(s, query, limit=limit)
 
     def info(self, ref: str) -> RunInfo:
@@ -144,50 +168,49 @@ class Store:
             return list_runs(s, newest(run_id))[0]
 
     def resolve(
-        self, ref: str, *, dataset_hash: str | None = None, session: Session | None = None
+        self,
+        ref: str,
+        *,
+        dataset_hash: str | None = None,
+        identity: DefenseIdentity | None = None,
+        session: Session | None = None,
     ) -> str:
         """The run id a reference names: an id (or a unique prefix of one),
-        ``latest:DEFENSE@DATASET`` (the newest run of that defense, by spec or name,
-        on that dataset, by spec or content hash) or ``tag:KEY=VALUE`` (the newest run
-        so tagged). With ``dataset_hash``, runs on that data are preferred."""
+        ``latest:DEFENSE@DATASET`` (the newest run of that defense on that dataset,
+        by spec or content hash; ``DEFENSE==VERSION`` for one version) or
+        ``tag:KEY=VALUE`` (the newest run so tagged).
+
+        A defense is its canonical spec and version (see
+        :mod:`shieldbench.store._resolve`): a reference that matches runs of several
+        is refused with their list, unless ``identity`` names the one wanted (then
+        a ``tag:`` reference must have a run of it, on ``dataset_hash`` when given).
+        With ``dataset_hash``, runs on that data are preferred."""
         if session is None:
             with self.session() as s:
-                return self.resolve(ref, dataset_hash=dataset_hash, session=s)
-        if ref.startswith("latest:"):
-            defense, at, dataset = ref[len("latest:") :].rpartition("@")
-            if not at or not defense or not dataset:
-                raise StoreError(
-                    f"{ref!r}: write latest:DEFENSE@DATASET, e.g. latest:pattern@builtin:core"
-                )
-            query = filtered(defense=defense, dataset=dataset)
-        elif ref.startswith("tag:"):
-            key, eq, value = ref[len("tag:") :].partition("=")
-            if not eq or not key:
-                raise StoreError(f"{ref!r}: write tag:KEY=VALUE, e.g. tag:release=1.2")
-            query = filtered(tags={key: value})
-        else:
-            exact = session.scalar(select(RunRow.run_id).where(RunRow.run_id == ref).limit(1))
-            if exact is not None:
-                return exact
-            like = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            found = list(
-                session.scalars(
-                    select(RunRow.run_id)
-                    .distinct()
-                    .where(RunRow.run_id.like(like + "%", escape="\\"))
-                    .limit(3)
-                )
+                return self.resolve(ref, dataset_hash=dataset_hash, identity=identity, session=s)
+        try:
+            found = resolve_reference(session, ref, dataset_hash=dataset_hash, identity=identity)
+        except StoreError as error:
+            raise StoreError(f"{self.url}: {error}") from None
+        if found is not None:
+            return found
+        exact = session.scalar(select(RunRow.run_id).where(RunRow.run_id == ref).limit(1))
+        if exact is not None:
+            return exact
+        like = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        found_ids = list(
+            session.scalars(
+                select(RunRow.run_id)
+                .distinct()
+                .where(RunRow.run_id.like(like + "%", escape="\\"))
+                .limit(3)
             )
-            if len(found) == 1:
-                return found[0]
-            if found:
-                raise StoreError(f"run id prefix {ref!r} is ambiguous: {', '.join(found)}, ...")
-            raise StoreError(f"{self.url}: no stored run with id {ref!r}")
-        rows = list(session.scalars(query.limit(200)))
-        if not rows:
-            raise StoreError(f"{self.url}: no stored run matches {ref!r}")
-        same = [r for r in rows if dataset_hash is not None and r.dataset_hash == dataset_hash]
-        return (same or rows)[0].run_id
+        )
+        if len(found_ids) == 1:
+            return found_ids[0]
+        if found_ids:
+            raise StoreError(f"run id prefix {ref!r} is ambiguous: {', '.join(found_ids)}, ...")
+        raise StoreError(f"{self.url}: no stored run with id {ref!r}")
 
     # -- attacks --------------------------------------------------------------------
 
