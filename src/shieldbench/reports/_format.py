@@ -98,7 +98,7 @@ def quantile_text(e: Estimate, q: float, *, digits: int = 2) -> str:
     >>> import numpy as np
     >>> from shieldbench.metrics import quantile_interval
     >>> quantile_text(quantile_interval(np.arange(1.0, 31.0), 0.99), 0.99)
-    '29.71 [29.00–none: n=30 < 368]'
+    '29.71 [28.00–none: n=30 < 368]'
     >>> quantile_text(quantile_interval(np.arange(1.0, 101.0), 0.5), 0.5)
     '50.50 [40.00–61.00]'
     """
