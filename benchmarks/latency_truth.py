@@ -23,7 +23,7 @@ thread took 10-25x longer per call than the same calls from a worker thread
 (``recommended``: 2.4-5 s against 0.15-0.36 s; onnxruntime's ``shieldguard`` shows
 no such gap). ``--main-thread`` adds that loop as a third column; it is slow.
 
-Run: ``python benchmarks/latency_truth.py [--n 40] [--rounds 3] [--quick]``; the
+Run: ``python benchmarks/latency_truth.py [--n 16] [--rounds 8] [--quick]``; the
 output is also written to ``benchmarks/results/latency_truth.txt``. Timings depend
 on the machine and on what else runs on it (the load average is printed).
 """
@@ -138,14 +138,14 @@ def measure(spec: str, n: int, rounds: int, *, main_thread: bool) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--n", type=int, default=40, help="texts per round (default 40)")
-    parser.add_argument("--rounds", type=int, default=4, help="alternating rounds (default 4)")
-    parser.add_argument("--quick", action="store_true", help="n=16, 3 rounds")
+    parser.add_argument("--n", type=int, default=16, help="texts per round (default 16)")
+    parser.add_argument("--rounds", type=int, default=8, help="alternating rounds (default 8)")
+    parser.add_argument("--quick", action="store_true", help="n=16, 4 rounds")
     parser.add_argument(
         "--main-thread", action="store_true", help="also time the bare loop in the main thread"
     )
     args = parser.parse_args()
-    n, rounds = (16, 3) if args.quick else (args.n, args.rounds)
+    n, rounds = (16, 4) if args.quick else (args.n, args.rounds)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     lines = [
         f"latency_truth: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.machine()}"

@@ -212,3 +212,54 @@ def test_a_real_caching_defense_reports_cold_latency_run_after_run(embedding_lr:
     assert len(timed(runs[0])) == len(timed(runs[1])) == 4
     assert min(first, second) > 3 * hit_ms  # cold calls, not cache hits
     assert 1 / 3 < second / first < 3  # the same per-call latency, within (loaded) noise
+
+
+class InProcessPool:
+    """An :class:`~shieldbench.engine.Executor` that runs the local engine per batch, as
+    the Ray executor's workers do (``Screener.screen``), without a cluster."""
+
+    def __init__(self, defense: object) -> None:
+        self.defense = defense
+        self.configs: list[RunConfig] = []
+
+    def execute(
+        self,
+        texts: Sequence[str],
+        ids: Sequence[str],
+        positions: Sequence[int],
+        *,
+        config: RunConfig,
+        recorder: object,
+    ) -> str:
+        from shieldbench.engine._execute import execute
+
+        self.configs.append(config)
+        size = config.batch_size
+        for k in range(0, len(positions), size):
+            chunk = list(positions[k : k + size])
+            out: list[object] = [None] * len(chunk)
+            execute(
+                self.defense,  # type: ignore[arg-type]
+                [texts[i] for i in chunk], [ids[i] for i in chunk], range(len(chunk)),
+                config=config, results=out,  # type: ignore[arg-type]
+            )  # fmt: skip
+            for i, outcome in zip(chunk, out, strict=True):
+                recorder.put(i, outcome)  # type: ignore[attr-defined]
+        return "check_batch"
+
+
+def test_an_executor_times_the_run_s_sample_in_one_text_batches() -> None:
+    data = dataset(30)
+    defense = CachingBatch()
+    pool = InProcessPool(defense)
+    config = RunConfig(warmup=0, batch_size=8, latency_sample=10)
+    run = run_defense(defense, data, config=config, executor=pool)  # type: ignore[arg-type]
+    alone = set(called_alone([s.id for s in data.samples], range(30), 10 / 30))
+    assert [c.batch_size for c in pool.configs] == [1, 8]  # the sample first, one text a call
+    assert all(c.latency_sample == 0 for c in pool.configs)  # the workers draw no sample
+    timed_at = {i for i, o in enumerate(run.outcomes) if o.latency_ms is not None}
+    assert alone <= timed_at
+    # besides the sample, only a last batch of one text is a one-text call (timed too)
+    rest = 30 - len(alone)
+    assert len(timed_at - alone) == (1 if rest % 8 == 1 else 0)
+    assert min(timed(run)) >= COST_S * 1000
