@@ -173,7 +173,7 @@ def finish(
     """The outcome of a (possibly retried) call, from what :func:`retry_sync` returned."""
     latency_ms = elapsed_s * 1000.0
     if timeout_s is not None and elapsed_s > timeout_s:
-        return timeout_outcome(sample_id, timeout_s, latency_ms, attempts, answered=True)
+        return timeout_outcome(sample_id, timeout_s, latency_ms, attempts, answered=exc is None)
     if exc is not None:
         return error_outcome(sample_id, exc, latency_ms, attempts)
     return ok_or_wrong_type(sample_id, value, latency_ms, attempts)

@@ -178,6 +178,10 @@ def _measured(
         todo = run_batches(
             check_batch, texts, ids, todo, config=config, recorder=recorder, tally=tally
         )
+        # A batch that failed or ran past its limit: its texts one at a time, one caller
+        # (a batch model parallelises inside a call; concurrent calls would only slow
+        # each text down towards its limit).
+        config = dataclasses.replace(config, concurrency=1)
     elif kind == "acheck":
         acheck = cast(Callable[[str], Awaitable[object]], defense.acheck)  # type: ignore[attr-defined]
         run_async(acheck, texts, ids, todo, config=config, recorder=recorder)
