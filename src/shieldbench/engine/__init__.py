@@ -9,8 +9,8 @@ follow :class:`~shieldbench.types.RunConfig`:
 - **Fastest capability first.** ``check_batch`` (batches of ``batch_size``, one
   batch at a time; a seeded sample of about ``latency_sample`` texts is screened one
   per ``check`` call instead, for the per-call latency) > ``acheck`` (one asyncio
-  event loop, ``concurrency`` calls in flight; if the calling thread already runs a loop, the engine's loop runs in a
-  worker thread) > ``check`` (``concurrency`` worker threads; with
+  event loop, ``concurrency`` calls in flight; if the calling thread already runs a
+  loop, the engine's loop runs in a worker thread) > ``check`` (``concurrency`` worker threads; with
   ``concurrency=1`` and no timeout, a plain loop in the caller's thread; with
   ``concurrency=1`` and a timeout, one worker thread for the whole pass).
 - **Latency.** ``Outcome.latency_ms`` is what one caller waits for one text: a
