@@ -17,6 +17,7 @@ file under version control::
       retries: 2
       warmup: 3
       batch_size: 32
+      latency_sample: 100  # texts of a batched run timed one per call
     margin: 0.1          # warn when a category is too small for this CI half-width
     out: reports/nightly # where the reports go (default reports/<id>/)
     end_to_end:          # optional: send what the defense lets through to a model
@@ -58,7 +59,7 @@ __all__ = ["BenchmarkConfig", "load_config", "parse_config"]
 _TOP_KEYS = frozenset({"defenses", "datasets", "run", "margin", "out", "end_to_end"})
 _E2E_KEYS = frozenset({"target", "judges", "rule", "output_defenses", "system_prompt", "screen"})
 _FLOAT_FIELDS = frozenset({"timeout_s", "retry_backoff_s"})
-_INT_FIELDS = frozenset({"concurrency", "retries", "warmup", "batch_size"})
+_INT_FIELDS = frozenset({"concurrency", "retries", "warmup", "batch_size", "latency_sample"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ test, conservative for runs on the same samples (a paired test would need every
 outcome; ``shieldbench gate`` and ``monitor`` do that), and it needs no outcome to
 be read, so a trend over thousands of runs renders in seconds.
 
-:func:`render_trend` draws block rate, false positive rate and p95 latency, each
+:func:`render_trend` draws block rate, false positive rate and per-call p95 latency, each
 point with its interval, significant changes ringed in red, in the style of the
 reports (same stylesheet, inline SVG, no network, escaped text).
 """
@@ -110,7 +110,7 @@ def _chart(points: Sequence[TrendPoint], which: str) -> str:
     title = {
         "block": "Block rate (TPR), 95% Wilson interval",
         "fpr": "False positive rate, 95% Wilson interval",
-        "p95": "p95 latency (ms), 95% order-statistic interval",
+        "p95": "per-call p95 latency (ms), 95% order-statistic interval",
     }[which]
 
     series = trend_series(points)
@@ -167,8 +167,8 @@ def _pct(t: tuple[float | None, float | None, float | None], *, ms: bool = False
         return "–"
 
     def f(x: float | None) -> str:
-        if x is None:
-            return "?"
+        if x is None:  # only a latency bound can be missing: too few calls for the tail
+            return "none (too few calls)"
         return f"{x:.2f}" if ms else f"{100 * x:.1f}%"
 
     return f"{f(value)} [{f(low)}–{f(high)}]"
@@ -206,7 +206,7 @@ def render_trend(points: Sequence[TrendPoint], *, title: str) -> str:
         f"<section><h2>Over time</h2>{charts}</section>"
         "<section><h2>Runs</h2><table><tr><th>started (UTC)</th><th>run</th><th>defense</th>"
         "<th>version</th>"
-        "<th>block rate</th><th>FPR</th><th>p95 ms</th><th>commit</th><th>tags</th>"
+        "<th>block rate</th><th>FPR</th><th>per-call p95 ms</th><th>commit</th><th>tags</th>"
         f"<th>significant change</th></tr>{''.join(rows)}</table></section>"
         "</main></body></html>\n"
     )

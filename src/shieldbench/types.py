@@ -219,8 +219,10 @@ class Outcome:
     Errors are outcomes too: they are never dropped and never silently counted as
     blocked or allowed. The run's error policy decides, explicitly, how metrics
     treat them (see :func:`shieldbench.metrics.effective_blocked`).
-    ``latency_ms`` is the wall time of the call (for a batched defense, the
-    batch's time divided by the batch size); ``attempts`` counts retries + 1.
+    ``latency_ms`` is the wall time of the one-text call that screened the sample
+    (what a caller waits for it), or ``None`` when the sample was screened inside a
+    batch of several texts (a batch's cost per text is the run's amortised figure,
+    not any one text's latency); ``attempts`` counts retries + 1.
     """
 
     sample_id: str
@@ -330,6 +332,10 @@ class RunConfig:
       first back-off, doubled each retry.
     - ``warmup``: calls made before measuring, excluded from latency figures.
     - ``batch_size``: texts per ``check_batch`` call.
+    - ``latency_sample``: how many texts of a batched run are called one at a time
+      (``check``) to measure per-call latency: a seeded sample of about this many
+      (every text when the run has fewer); ``0`` calls none (the run then has no
+      per-call figure, only its amortised batch cost).
     """
 
     error_policy: ErrorPolicy = "fail_closed"
@@ -339,6 +345,7 @@ class RunConfig:
     retry_backoff_s: float = 0.25
     warmup: int = 3
     batch_size: int = 32
+    latency_sample: int = 100
 
     def __post_init__(self) -> None:
         if self.error_policy not in ERROR_POLICIES:
@@ -357,6 +364,8 @@ class RunConfig:
             raise ValueError(f"warmup must be >= 0, got {self.warmup!r}")
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size!r}")
+        if self.latency_sample < 0:
+            raise ValueError(f"latency_sample must be >= 0, got {self.latency_sample!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -367,6 +376,7 @@ class RunConfig:
             "retry_backoff_s": self.retry_backoff_s,
             "warmup": self.warmup,
             "batch_size": self.batch_size,
+            "latency_sample": self.latency_sample,
         }
 
     @classmethod

@@ -533,17 +533,22 @@ def test_stripping_without_ansi_only_cuts_a_slice(text: str) -> None:
     assert strip_wrappers(cleaned, strip=["system-reminder", "tool-envelope"])[0] in cleaned
 
 
-def test_stripping_is_linear_on_adversarial_input() -> None:
+@pytest.mark.timeout(60)  # quadratic would take minutes: fail with a timeout, not a hang
+def test_stripping_adversarial_input_gives_the_exact_result() -> None:
+    """Each input is a worst case for a naive pattern; the answer must still be exact."""
     n = 200_000
-    for text in (
-        "<system-reminder>" * n,
-        "</system-reminder>" * n,
-        "<system-reminder></system-reminder>" * n,
-        "<tool_output " + "a" * (10 * n),
-        "\x1b]" * n,
-        "\x1b[" + "0" * (10 * n),
-    ):
-        strip_wrappers(text)  # completes (quadratic would take minutes)
+    cases = [
+        ("<system-reminder>" * n, None, ()),  # openers only: nothing closed, nothing cut
+        ("</system-reminder>" * n, None, ()),  # closers only
+        ("<system-reminder></system-reminder>" * n, "", ("system-reminder",)),
+        ("<tool_output " + "a" * (10 * n), None, ()),  # an envelope that never closes
+        ("\x1b]" * n, "", ("ansi",)),  # OSC starts: each is a (empty) sequence
+        ("\x1b[" + "0" * (10 * n), None, ()),  # a CSI that never ends
+    ]
+    for text, expected, fired in cases:
+        cleaned, which = strip_wrappers(text)
+        assert cleaned == (text if expected is None else expected), text[:30]
+        assert which == fired, text[:30]
 
 
 def test_preprocess_checks_the_cleaned_text_and_reports_it() -> None:

@@ -129,7 +129,9 @@ def test_a_stuck_sync_call_times_out_without_hanging_the_run(path: str) -> None:
     assert [o.status for o in out] == ["ok", "ok", "timeout", "ok", "ok", "ok"]
     stuck = out[2]
     assert stuck.verdict is None
-    assert stuck.error == "check returned no verdict within the 0.2 s timeout"
+    assert stuck.error == (
+        "check of this one text returned no verdict within the 0.2 s per-text time limit"
+    )
     assert stuck.latency_ms is not None
     assert stuck.latency_ms >= 200
 
@@ -168,25 +170,74 @@ def test_an_async_call_past_its_timeout_is_cancelled_and_recorded() -> None:
     out = screen(SlowAsync(), ["a", "slow", "b"], config=RunConfig(warmup=0, timeout_s=0.1))
     assert time.perf_counter() - t0 < 2.0
     assert [o.status for o in out] == ["ok", "timeout", "ok"]
-    assert out[1].error == "acheck returned no verdict within the 0.1 s timeout"
+    assert out[1].error == (
+        "acheck of this one text returned no verdict within the 0.1 s per-text time limit"
+    )
     assert cancelled == ["slow"]
 
 
-def test_a_batch_past_its_timeout_times_out_every_text_in_it() -> None:
+def test_a_batch_past_its_per_text_limit_is_split_and_its_texts_retried_alone() -> None:
+    """Defect 2 of issue 30: a slow batch is not a failure of every text in it."""
+    calls: list[str] = []
+
     class SlowBatch:
         name = "slow-batch"
 
         def check(self, text: str) -> Verdict:
+            calls.append(text)
             return ALLOW
 
         def check_batch(self, texts: Sequence[str]) -> list[Verdict]:
             if "slow" in texts:
-                time.sleep(1.0)
+                time.sleep(1.0)  # 3 texts x 0.2 s = a 0.6 s limit for this batch
             return [ALLOW] * len(texts)
 
     texts = ["a", "b", "slow", "c", "d", "e"]
-    out = screen(SlowBatch(), texts, config=RunConfig(warmup=0, batch_size=3, timeout_s=0.2))
-    assert [o.status for o in out] == ["timeout"] * 3 + ["ok"] * 3
+    config = RunConfig(warmup=0, batch_size=3, timeout_s=0.2, latency_sample=0)
+    out = screen(SlowBatch(), texts, config=config)
+    assert [o.status for o in out] == ["ok"] * 6
+    assert sorted(calls) == ["a", "b", "slow"]  # retried alone, each within its own limit
+
+
+def test_a_slow_but_answering_batch_gets_n_times_the_per_text_limit() -> None:
+    class Slow:
+        name = "slow"
+
+        def check(self, text: str) -> Verdict:
+            raise AssertionError("the batch answered within 4 x 0.1 s: no text is retried")
+
+        def check_batch(self, texts: Sequence[str]) -> list[Verdict]:
+            time.sleep(0.05 * len(texts))  # 0.05 s a text: over 0.1 s a batch, under 0.1 s a text
+            return [ALLOW] * len(texts)
+
+    config = RunConfig(warmup=0, batch_size=4, timeout_s=0.1, latency_sample=0)
+    out = screen(Slow(), [f"t{i}" for i in range(8)], config=config)
+    assert [o.status for o in out] == ["ok"] * 8
+
+
+def test_a_text_that_hangs_alone_still_times_out_after_its_batch_is_split() -> None:
+    release = threading.Event()
+
+    class HangsOnOne:
+        name = "hangs-on-one"
+
+        def check(self, text: str) -> Verdict:
+            if text == "stuck":
+                release.wait(30)
+            return ALLOW
+
+        def check_batch(self, texts: Sequence[str]) -> list[Verdict]:
+            return [self.check(t) for t in texts]
+
+    config = RunConfig(warmup=0, batch_size=3, timeout_s=0.1, latency_sample=0)
+    try:
+        out = screen(HangsOnOne(), ["a", "stuck", "b", "c"], config=config)
+    finally:
+        release.set()
+    assert [o.status for o in out] == ["ok", "timeout", "ok", "ok"]
+    assert out[1].error == (
+        "check of this one text returned no verdict within the 0.1 s per-text time limit"
+    )
 
 
 def test_a_hung_defense_stops_the_run_with_a_clear_error() -> None:
@@ -284,7 +335,8 @@ class FragileBatch:
 def test_a_failed_batch_falls_back_to_check_for_that_batch_only(wrong_length: bool) -> None:
     defense = FragileBatch(wrong_length=wrong_length)
     texts = ["a", "b", "c", "d", "boom", "e", "f", "g", "h"]
-    out = screen(defense, texts, config=RunConfig(warmup=0, batch_size=4, concurrency=1))
+    config = RunConfig(warmup=0, batch_size=4, concurrency=1, latency_sample=0)
+    out = screen(defense, texts, config=config)
     assert sorted(defense.checked) == ["boom", "e", "f", "g"]
     assert [o.status for o in out] == ["ok"] * 4 + ["error"] + ["ok"] * 4
     assert out[4].error == "ValueError: bad text"
@@ -292,7 +344,7 @@ def test_a_failed_batch_falls_back_to_check_for_that_batch_only(wrong_length: bo
 
 
 def test_a_non_verdict_inside_a_batch_fails_only_that_text() -> None:
-    out = screen(FragileBatch(), ["a", "dict", "b"], config=RunConfig(warmup=0))
+    out = screen(FragileBatch(), ["a", "dict", "b"], config=RunConfig(warmup=0, latency_sample=0))
     assert [o.status for o in out] == ["ok", "error", "ok"]
     assert out[1].error == "TypeError: the defense returned dict, not a Verdict"
 

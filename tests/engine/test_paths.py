@@ -10,7 +10,9 @@ from collections.abc import Sequence
 import pytest
 
 from shieldbench.engine import screen
-from shieldbench.types import RunConfig, Verdict
+from shieldbench.engine._execute import execute
+from shieldbench.engine._latency import BatchTally, called_alone
+from shieldbench.types import Outcome, RunConfig, Verdict
 
 ALLOW = Verdict(blocked=False, score=0.0)
 
@@ -75,15 +77,19 @@ class BatchDefense(SyncDefense):
 TEXTS = [f"{'a' if i % 3 == 0 else 'b'}-text-{i}" for i in range(50)]
 
 
-def assert_in_order(outcomes: list, texts: list[str], ids: list[str] | None = None) -> None:
+def assert_in_order(
+    outcomes: list, texts: list[str], ids: list[str] | None = None, *, timed: bool = True
+) -> None:
+    """Outcomes in order, ok; ``timed``: each with a latency (not a text in a batch)."""
     assert len(outcomes) == len(texts)
     for i, (outcome, text) in enumerate(zip(outcomes, texts, strict=True)):
         assert outcome.sample_id == (str(i) if ids is None else ids[i])
         assert outcome.status == "ok"
         assert outcome.verdict == verdict_for(text)
         assert outcome.attempts == 1
-        assert outcome.latency_ms is not None
-        assert outcome.latency_ms >= 0
+        if timed:
+            assert outcome.latency_ms is not None
+            assert outcome.latency_ms >= 0
 
 
 def test_concurrency_one_without_timeout_runs_inline_in_the_callers_thread() -> None:
@@ -144,20 +150,42 @@ def test_async_defense_called_from_inside_a_running_event_loop() -> None:
 
 def test_batch_defense_uses_check_batch_in_batches_of_batch_size() -> None:
     defense = BatchDefense()
-    out = screen(defense, TEXTS, config=RunConfig(batch_size=16, warmup=0))
-    assert_in_order(out, TEXTS)
+    out = screen(defense, TEXTS, config=RunConfig(batch_size=16, warmup=0, latency_sample=0))
+    assert_in_order(out, TEXTS, timed=False)
     assert defense.batches == [16, 16, 16, 2]
     assert defense.calls == 0
 
 
-def test_batch_latency_is_the_batch_wall_time_divided_by_its_size() -> None:
+def test_texts_in_a_batch_get_no_latency_only_the_run_s_amortised_cost() -> None:
+    """Defect 1 of issue 30: a batch's wall time divided by its size is not a latency."""
     defense = BatchDefense(delay_s=0.08)
-    out = screen(defense, TEXTS[:8], config=RunConfig(batch_size=4, warmup=0))
-    latencies = {o.latency_ms for o in out}
-    assert len(latencies) == 2  # one share per batch
-    for latency in latencies:
-        assert latency is not None
-        assert 0.08 * 1000 / 4 <= latency < 0.08 * 1000  # >= 20 ms each, far below the batch time
+    tally = BatchTally()
+    results: list[Outcome | None] = [None] * 8
+    execute(
+        defense, TEXTS[:8], [str(i) for i in range(8)], range(8), results=results, tally=tally,
+        config=RunConfig(batch_size=4, warmup=0, latency_sample=0),
+    )  # fmt: skip
+    assert [o.latency_ms for o in results if o is not None] == [None] * 8
+    assert tally.texts == 8
+    assert 2 * 0.08 <= tally.seconds < 1.0
+
+
+class SlowCheckBatch(BatchDefense):
+    def check(self, text: str) -> Verdict:
+        time.sleep(self.batch_delay_s)
+        return super().check(text)
+
+
+def test_a_batch_defense_times_a_seeded_sample_one_text_per_check_call() -> None:
+    defense = SlowCheckBatch(delay_s=0.02)
+    ids = [f"s{i}" for i in range(50)]
+    config = RunConfig(batch_size=8, warmup=0, latency_sample=10)
+    out = screen(defense, TEXTS, ids=ids, config=config)
+    timed = [o.sample_id for o in out if o.latency_ms is not None]
+    assert timed == [ids[i] for i in called_alone(ids, range(50), 10 / 50)]
+    assert defense.calls == len(timed) > 0  # each of them one check(text) call
+    assert sum(defense.batches) == 50 - len(timed)
+    assert all(o.latency_ms is not None and o.latency_ms >= 20 for o in out if o.sample_id in timed)
 
 
 def test_batch_beats_acheck_beats_check() -> None:
@@ -166,7 +194,7 @@ def test_batch_beats_acheck_beats_check() -> None:
             raise AssertionError("check_batch must win over acheck")
 
     defense = Both()
-    screen(defense, TEXTS[:5], config=RunConfig(warmup=0))
+    screen(defense, TEXTS[:5], config=RunConfig(warmup=0, latency_sample=0))
     assert defense.batches == [5]
 
 

@@ -103,7 +103,10 @@ def gate(
     alpha: Annotated[float, typer.Option(help="One-sided significance level.")] = 0.05,
     min_tpr: Annotated[float | None, typer.Option(help="Block rate at least this.")] = None,
     max_fpr: Annotated[float | None, typer.Option(help="False positive rate at most this.")] = None,
-    max_p95_ms: Annotated[float | None, typer.Option(help="p95 latency at most this.")] = None,
+    max_p95_ms: Annotated[
+        float | None,
+        typer.Option(help="Per-call p95 latency (ms, one text per call) at most this."),
+    ] = None,
     max_error_rate: Annotated[
         float | None, typer.Option(help="Errors + timeouts at most this share.")
     ] = None,
@@ -115,7 +118,9 @@ def gate(
     ] = False,
     max_latency_ratio: Annotated[
         float | None,
-        typer.Option(help="Candidate/baseline latency quantile at most this (bootstrap bound)."),
+        typer.Option(
+            help="Candidate/baseline per-call latency quantile at most this (bootstrap bound)."
+        ),
     ] = None,
     latency_quantile: Annotated[
         float, typer.Option(help="Quantile of the latency ratio (0.5 = median).")

@@ -38,8 +38,8 @@ def _ms(t: tuple[float | None, float | None, float | None]) -> str:
     if value is None:
         return "–"
 
-    def f(x: float | None) -> str:
-        return "?" if x is None else f"{x:.2f}"
+    def f(x: float | None) -> str:  # a missing bound: too few calls for the tail
+        return "none (too few calls)" if x is None else f"{x:.2f}"
 
     return f"{value:.2f} [{f(low)}–{f(high)}]"
 
@@ -69,7 +69,7 @@ def _table(rows: list[RunInfo]) -> Table:
     t.add_column("defense @ dataset", overflow="fold", min_width=12)
     for name in ("block rate", "FPR"):
         t.add_column(name, overflow="fold", min_width=12)
-    t.add_column("p95 ms", overflow="fold", min_width=10)
+    t.add_column("per-call p95 ms", overflow="fold", min_width=10)
     t.add_column("n / errors", justify="right")
     t.add_column("tags", overflow="fold")
     for r, defense in zip(rows, _defense_labels(rows), strict=True):

@@ -116,7 +116,10 @@ def run(
     ] = None,
     timeout: Annotated[
         float | None,
-        typer.Option(help="Per-call timeout in seconds.", show_default=f"{_DEFAULTS.timeout_s:g}"),
+        typer.Option(
+            help="Time limit per text in seconds (a batch of n texts gets n times it).",
+            show_default=f"{_DEFAULTS.timeout_s:g}",
+        ),
     ] = None,
     concurrency: Annotated[
         int | None, typer.Option(help="Calls in flight.", show_default=str(_DEFAULTS.concurrency))
@@ -132,6 +135,13 @@ def run(
     batch_size: Annotated[
         int | None,
         typer.Option(help="Texts per batch call.", show_default=str(_DEFAULTS.batch_size)),
+    ] = None,
+    latency_sample: Annotated[
+        int | None,
+        typer.Option(
+            help="Texts of a batched run timed one per call (per-call latency; seeded; 0: none).",
+            show_default=str(_DEFAULTS.latency_sample),
+        ),
     ] = None,
     margin: Annotated[
         float | None,
@@ -222,6 +232,7 @@ def run(
         "retries": retries,
         "warmup": warmup,
         "batch_size": batch_size,
+        "latency_sample": latency_sample,
     }
     check_max_fpr(max_fpr)
     if resume and out is None and config is None:

@@ -38,18 +38,20 @@ def summary_table(dataset: str, summaries: Sequence[RunSummary]) -> Table:
     table.add_column("block rate (TPR)")
     table.add_column("ASR")
     table.add_column("FPR")
-    for column in ("p50 ms", "/s", "errors"):
+    for column in ("per-call p50 ms", "batch ms/text", "/s", "errors"):
         table.add_column(column, justify="right")
     for s in summaries:
         ops = s.operations
         p50 = ops.latency.p50.value
+        batch = ops.throughput.batch_ms_per_text
         rate_s = ops.throughput.samples_per_s
         table.add_row(
             s.defense.spec,
             format_rate(s.rates.block_rate),
             format_rate(s.rates.attack_success_rate, n=False),
             format_rate(s.rates.false_positive_rate),
-            "–" if p50 is None else f"{p50:.2f}",
+            "–" if p50 is None else f"{p50:.2f} n={ops.latency.n}",
+            "–" if batch is None else f"{batch:.2f}",
             "–" if rate_s is None else f"{rate_s:,.0f}",
             str(ops.errors.total),
         )

@@ -116,7 +116,7 @@ def _leaderboard_table(cmp: Comparison) -> Table:
         ("false positives", "right"),
         ("bal. accuracy", "right"),
         ("ROC-AUC", "right"),
-        ("p50 ms", "right"),
+        ("per-call p50 ms", "right"),
         ("errors", "right"),
     ):
         t.add_column(name, justify=justify)  # type: ignore[arg-type]

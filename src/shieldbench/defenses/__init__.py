@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING
 
 from shieldbench._lazy import lazy_attributes
 from shieldbench.defenses._build import build_defense
-from shieldbench.defenses._protocol import AsyncDefense, BatchDefense, Defense, defense_version
+from shieldbench.defenses._protocol import (
+    AsyncDefense,
+    BatchDefense,
+    Defense,
+    defense_version,
+    uncached,
+)
 from shieldbench.defenses.compose._combinators import Fuse, Vote
 from shieldbench.defenses.compose._preprocess import STRIPPERS, Preprocess, strip_wrappers
 from shieldbench.defenses.compose._routing import (
@@ -88,4 +94,5 @@ __all__ = [
     "strip_wrappers",
     "threshold_for_fpr",
     "train_embedding_head",
+    "uncached",
 ]

@@ -7,14 +7,22 @@ outcomes (the adaptive-attack loop calls it for each batch of candidates). Both
 follow :class:`~shieldbench.types.RunConfig`:
 
 - **Fastest capability first.** ``check_batch`` (batches of ``batch_size``, one
-  batch at a time; each text's latency is the batch's wall time divided by the
-  batch size) > ``acheck`` (one asyncio event loop, ``concurrency`` calls in
-  flight; if the calling thread already runs a loop, the engine's loop runs in a
-  worker thread) > ``check`` (``concurrency`` worker threads; with
+  batch at a time; a seeded sample of about ``latency_sample`` texts is screened one
+  per ``check`` call instead, for the per-call latency) > ``acheck`` (one asyncio
+  event loop, ``concurrency`` calls in flight; if the calling thread already runs a
+  loop, the engine's loop runs in a worker thread) > ``check`` (``concurrency`` worker threads; with
   ``concurrency=1`` and no timeout, a plain loop in the caller's thread; with
   ``concurrency=1`` and a timeout, one worker thread for the whole pass).
-- **Timeouts.** A call that outlives ``timeout_s`` becomes a ``timeout``
-  outcome. Async calls are cancelled. A sync call cannot be killed: its
+- **Latency.** ``Outcome.latency_ms`` is what one caller waits for one text: a
+  one-text call, caches bypassed (:func:`shieldbench.defenses.uncached`), never a
+  text the warm-up called. Texts screened in a batch of several get ``None``; the
+  batches' wall time per text is the run's amortised cost
+  (``environment["batch_ms_per_text"]``). See :mod:`shieldbench.engine._latency`.
+- **Timeouts.** ``timeout_s`` is per text. A one-text call that outlives it becomes
+  a ``timeout`` outcome whose message says whether it hung or answered late. A batch
+  of ``n`` texts has ``n * timeout_s``; past that it is abandoned and its texts are
+  screened again one per call, so only a text that hangs alone times out. Async
+  calls are cancelled. A sync call cannot be killed: its
   (daemon) thread is abandoned, a replacement carries on, and the late result
   is discarded, so a stuck call never hangs the run nor its end.
 - **Retries.** :class:`~shieldbench.errors.TransientDefenseError` is retried up
@@ -26,9 +34,9 @@ follow :class:`~shieldbench.types.RunConfig`:
   error naming its type. A batch that raises is screened again text by text
   with ``check``, so one bad text cannot fail a whole batch. The
   ``error_policy`` is only recorded; metrics apply it.
-- **Warm-up.** ``warmup`` calls on the first texts before measuring, shaped like
-  the measured calls; their results and latencies are dropped, and every text
-  is still screened in the measured pass.
+- **Warm-up.** ``warmup`` calls before measuring, shaped like the measured calls
+  but on stand-ins of the first texts (never the measured texts: a cache would keep
+  them); their results and latencies are dropped.
 - **Progress.** A :class:`ProgressHook` is told ``(done, total)``; the engine
   never prints.
 - **Event loops.** Every engine call runs its own event loop, so an async

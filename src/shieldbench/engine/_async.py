@@ -100,7 +100,9 @@ async def _acall(
         if worker.expired:  # the defense swallowed the cancellation and answered late
             worker.reclaim()
             assert timeout is not None
-            return timeout_outcome(sample_id, timeout, latency_ms, attempt, what="acheck")
+            return timeout_outcome(
+                sample_id, timeout, latency_ms, attempt, what="acheck", answered=True
+            )
         return ok_or_wrong_type(sample_id, value, latency_ms, attempt)
 
 

@@ -96,7 +96,9 @@ def backoff_s(exc: TransientDefenseError, attempt: int, config: RunConfig) -> fl
     return float(config.retry_backoff_s * 2 ** (attempt - 1))
 
 
-def ok_or_wrong_type(sample_id: str, value: object, latency_ms: float, attempts: int) -> Outcome:
+def ok_or_wrong_type(
+    sample_id: str, value: object, latency_ms: float | None, attempts: int
+) -> Outcome:
     """An ``ok`` outcome, or an ``error`` one naming the type when ``value`` is no Verdict."""
     if isinstance(value, Verdict):
         return Outcome(sample_id, value, "ok", None, latency_ms, attempts)
@@ -132,16 +134,32 @@ def error_outcome(sample_id: str, exc: BaseException, latency_ms: float, attempt
 
 
 def timeout_outcome(
-    sample_id: str, timeout_s: float, latency_ms: float, attempts: int, *, what: str = "check"
+    sample_id: str,
+    timeout_s: float,
+    latency_ms: float,
+    attempts: int,
+    *,
+    what: str = "check",
+    answered: bool = False,
 ) -> Outcome:
-    return Outcome(
-        sample_id,
-        None,
-        "timeout",
-        f"{what} returned no verdict within the {timeout_s:g} s timeout",
-        latency_ms,
-        attempts,
-    )
+    """A ``timeout`` outcome whose message says which it was: hung, or answered too late.
+
+    >>> timeout_outcome("a", 2.0, 2100.0, 1).error
+    'check of this one text returned no verdict within the 2 s per-text time limit'
+    >>> timeout_outcome("a", 2.0, 2500.0, 1, answered=True).error
+    'check of this one text answered after 2.5 s, past the 2 s per-text time limit'
+    """
+    if answered:
+        error = (
+            f"{what} of this one text answered after {latency_ms / 1000.0:.3g} s,"
+            f" past the {timeout_s:g} s per-text time limit"
+        )
+    else:
+        error = (
+            f"{what} of this one text returned no verdict within the {timeout_s:g} s"
+            " per-text time limit"
+        )
+    return Outcome(sample_id, None, "timeout", error, latency_ms, attempts)
 
 
 def finish(
@@ -155,7 +173,7 @@ def finish(
     """The outcome of a (possibly retried) call, from what :func:`retry_sync` returned."""
     latency_ms = elapsed_s * 1000.0
     if timeout_s is not None and elapsed_s > timeout_s:
-        return timeout_outcome(sample_id, timeout_s, latency_ms, attempts)
+        return timeout_outcome(sample_id, timeout_s, latency_ms, attempts, answered=exc is None)
     if exc is not None:
         return error_outcome(sample_id, exc, latency_ms, attempts)
     return ok_or_wrong_type(sample_id, value, latency_ms, attempts)

@@ -6,8 +6,9 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Literal, cast
 
-from shieldbench.defenses._protocol import Defense
+from shieldbench.defenses._protocol import Defense, uncached
 from shieldbench.engine._async import run_async
+from shieldbench.engine._latency import BatchTally, alone_share, called_alone, warm_text
 from shieldbench.engine._progress import ProgressHook
 from shieldbench.engine._record import Recorder, Sink
 from shieldbench.engine._threads import run_batches, run_checks
@@ -57,32 +58,49 @@ def _warm_up(
     texts: Sequence[str],
     positions: Sequence[int],
     config: RunConfig,
+    *,
+    singles: bool,
 ) -> None:
     """``config.warmup`` unmeasured calls, shaped like the measured ones; results dropped.
 
-    A batch defense gets ``warmup`` calls of ``check_batch`` on the first batch;
-    the others ``warmup`` calls on the first texts, one at a time. No retries, same
-    timeout; errors are ignored here (the measured pass records them).
+    The calls screen :func:`~shieldbench.engine._latency.warm_text` stand-ins for
+    the first texts, never the measured texts themselves (a cache would keep
+    them). A batch defense gets ``warmup`` calls of ``check_batch`` on a stand-in of
+    the first batch, and, when some texts will be called alone (``singles``),
+    ``warmup`` single ``check`` calls too; the others ``warmup`` calls of their
+    capability, one text at a time. No retries, same timeout; errors are ignored
+    here (the measured pass records them).
     """
     first = [texts[i] for i in positions[: config.batch_size]]
+    n = config.warmup
+    quiet = dataclasses.replace(config, retries=0, concurrency=1, warmup=0, latency_sample=0)
     if kind == "check_batch":
-        warm = first * config.warmup
-        size = len(first)
-    else:
-        warm = [first[k % len(first)] for k in range(config.warmup)]
-        size = 1
-    quiet = dataclasses.replace(config, retries=0, concurrency=1, warmup=0, batch_size=size)
-    ids = [""] * len(warm)
-    every = range(len(warm))
-    scratch = Recorder([None] * len(warm), None, None)
-    if kind == "check_batch":
+        batch = [warm_text(t, k) for k in range(n) for t in first]
         check_batch = cast(Callable[[list[str]], object], defense.check_batch)  # type: ignore[attr-defined]
-        run_batches(check_batch, warm, ids, every, config=quiet, recorder=scratch)
-    elif kind == "acheck":
+        _scratch(batch, lambda w, ids, every, r: run_batches(
+            check_batch, w, ids, every, config=dataclasses.replace(quiet, batch_size=len(first)),
+            recorder=r,
+        ))  # fmt: skip
+        if not singles:
+            return
+        kind = "check"
+    alone = [warm_text(first[k % len(first)], n + k) for k in range(n)]
+    if kind == "acheck":
         acheck = cast(Callable[[str], Awaitable[object]], defense.acheck)  # type: ignore[attr-defined]
-        run_async(acheck, warm, ids, every, config=quiet, recorder=scratch)
+        _scratch(alone, lambda w, ids, every, r: run_async(
+            acheck, w, ids, every, config=quiet, recorder=r
+        ))  # fmt: skip
     else:
-        run_checks(defense.check, warm, ids, every, config=quiet, recorder=scratch)
+        _scratch(alone, lambda w, ids, every, r: run_checks(
+            defense.check, w, ids, every, config=quiet, recorder=r
+        ))  # fmt: skip
+
+
+def _scratch(
+    texts: list[str], call: Callable[[list[str], list[str], range, Recorder], object]
+) -> None:
+    """Run ``call`` over ``texts`` into a throw-away recorder (warm-up)."""
+    call(texts, [""] * len(texts), range(len(texts)), Recorder([None] * len(texts), None, None))
 
 
 def execute(
@@ -97,6 +115,8 @@ def execute(
     progress: ProgressHook | None = None,
     executor: Executor | None = None,
     recorder: Recorder | None = None,
+    alone: float | None = None,
+    tally: BatchTally | None = None,
 ) -> Capability:
     """Screen ``texts[i]`` for each ``i`` in ``positions`` into ``results[i]``.
 
@@ -105,32 +125,92 @@ def execute(
     checks run there (warm-up included) instead of in this process. A caller that
     screens in windows passes its own ``recorder`` (its ``results`` set to this
     window's), so progress and the checkpoint span the whole run.
+
+    Latency (see :mod:`shieldbench.engine._latency`): the warm-up calls stand-ins,
+    never the measured texts; the defense's caches are bypassed throughout; a batch
+    defense screens the :func:`~shieldbench.engine._latency.called_alone` positions
+    (``alone`` is the share, by default from ``config.latency_sample`` over
+    ``positions``) one text per ``check`` call and the rest in batches, whose wall
+    time goes to ``tally``.
     """
     kind = capability(defense)
     if recorder is None:
         recorder = Recorder(results, sink, progress, done=len(results) - len(positions))
     finished = recorder.done + len(positions)
+    share = alone_share(config, len(positions)) if alone is None else alone
+    single = called_alone(ids, positions, share) if kind == "check_batch" else []
     if executor is not None:
         recorder.force()
         kind = cast(
-            Capability, executor.execute(texts, ids, positions, config=config, recorder=recorder)
+            Capability, _on_executor(executor, texts, ids, positions, single, config, recorder)
         )
     else:
-        if config.warmup and positions:
-            _warm_up(defense, kind, texts, positions, config)
-        recorder.force()
-        todo = positions
-        if kind == "check_batch":
-            check_batch = cast(Callable[[list[str]], object], defense.check_batch)  # type: ignore[attr-defined]
-            todo = run_batches(check_batch, texts, ids, todo, config=config, recorder=recorder)
-        elif kind == "acheck":
-            acheck = cast(Callable[[str], Awaitable[object]], defense.acheck)  # type: ignore[attr-defined]
-            run_async(acheck, texts, ids, todo, config=config, recorder=recorder)
-            todo = ()
-        run_checks(defense.check, texts, ids, todo, config=config, recorder=recorder)
+        with uncached(defense):  # no timing includes work done for an earlier call
+            if config.warmup and positions:
+                _warm_up(defense, kind, texts, positions, config, singles=bool(single))
+            recorder.force()
+            _measured(defense, kind, texts, ids, positions, single, config, recorder, tally)
     recorder.done = finished  # every pass fills all the positions it is given
     recorder.force()
     return kind
+
+
+def _measured(
+    defense: Defense,
+    kind: Capability,
+    texts: Sequence[str],
+    ids: Sequence[str],
+    positions: Sequence[int],
+    single: list[int],
+    config: RunConfig,
+    recorder: Recorder,
+    tally: BatchTally | None,
+) -> None:
+    """The measured pass: ``single`` positions alone, one caller; the rest by capability."""
+    todo: Sequence[int] = positions
+    if kind == "check_batch":
+        if single:  # one caller, one text a call: the per-call latency of a batch defense
+            alone = dataclasses.replace(config, concurrency=1)
+            run_checks(defense.check, texts, ids, single, config=alone, recorder=recorder)
+            taken = set(single)
+            todo = [i for i in positions if i not in taken]
+        check_batch = cast(Callable[[list[str]], object], defense.check_batch)  # type: ignore[attr-defined]
+        todo = run_batches(
+            check_batch, texts, ids, todo, config=config, recorder=recorder, tally=tally
+        )
+        # A batch that failed or ran past its limit: its texts one at a time, one caller
+        # (a batch model parallelises inside a call; concurrent calls would only slow
+        # each text down towards its limit).
+        config = dataclasses.replace(config, concurrency=1)
+    elif kind == "acheck":
+        acheck = cast(Callable[[str], Awaitable[object]], defense.acheck)  # type: ignore[attr-defined]
+        run_async(acheck, texts, ids, todo, config=config, recorder=recorder)
+        todo = ()
+    run_checks(defense.check, texts, ids, todo, config=config, recorder=recorder)
+
+
+def _on_executor(
+    executor: Executor,
+    texts: Sequence[str],
+    ids: Sequence[str],
+    positions: Sequence[int],
+    single: list[int],
+    config: RunConfig,
+    recorder: Recorder,
+) -> str:
+    """Screen on ``executor``: the ``single`` positions in batches of one text, then the rest.
+
+    The workers run the local engine with ``latency_sample=0`` (the sample was
+    drawn here, over the whole run); a batch of one text is a one-text call there,
+    so those outcomes carry its latency.
+    """
+    rest = config if not single else dataclasses.replace(config, latency_sample=0)
+    if single:
+        one = dataclasses.replace(config, batch_size=1, latency_sample=0)
+        executor.execute(texts, ids, single, config=one, recorder=recorder)
+        taken = set(single)
+        positions = [i for i in positions if i not in taken]
+    return executor.execute(texts, ids, positions, config=rest, recorder=recorder)
 
 
 def screen(

@@ -22,6 +22,7 @@ from shieldbench.datasets._dataset import Dataset
 from shieldbench.defenses._protocol import Defense, defense_version
 from shieldbench.engine._checkpoint import CheckpointHeader, CheckpointWriter, read_checkpoint
 from shieldbench.engine._execute import capability, check_defense, execute
+from shieldbench.engine._latency import BatchTally, alone_share
 from shieldbench.engine._progress import ProgressHook
 from shieldbench.engine._record import Recorder
 from shieldbench.errors import ConfigError, RunError
@@ -135,8 +136,15 @@ def run_defense(
 
     **Environment.** ``python``, ``platform``, ``cpu_count``, ``shieldbench``,
     ``capability`` (``check_batch``, ``acheck`` or ``check``: how the defense was
-    called) and, when known, ``defense_package`` (the installed distribution that
+    called), for a batched run ``batched_texts`` and ``batch_ms_per_text`` (the
+    amortised cost per text in batches; see :mod:`shieldbench.engine._latency`)
+    and, when known, ``defense_package`` (the installed distribution that
     provides the defense's class, with its version).
+
+    **Latency.** Each outcome's ``latency_ms`` is a one-text call on a text the
+    defense has not seen (caches bypassed, warm-up on stand-in texts); a batch
+    defense screens a seeded sample of about ``config.latency_sample`` texts that
+    way and the rest in batches (``latency_ms=None``).
 
     **Ownership.** The caller owns the defense: the engine never calls its
     ``close()`` (it may be reused over several datasets).
@@ -211,6 +219,8 @@ def run_defense(
     kept: list[Outcome] = []
     recorder = Recorder([], writer, progress, done=n_restored, total=n)
     kind = capability(defense)
+    share = alone_share(config, n)  # the per-call sample is drawn over the whole run
+    tally = BatchTally()
     stream = iter(samples)
     try:
         for start in range(0, max(n, 1), size):
@@ -227,6 +237,8 @@ def run_defense(
                 results=results,
                 executor=executor,
                 recorder=recorder,
+                alone=share,
+                tally=tally,
             )
             if any(map(_is_none, results)):  # every path fills all positions; guard it
                 missing = [block[i].id for i, r in enumerate(results) if r is None]
@@ -255,6 +267,7 @@ def run_defense(
         extra["profile"] = profile.to_dict()
     env = environment(defense)
     env["capability"] = kind
+    env.update(tally.environment())
     if executor is not None:
         env["executor"] = type(executor).__name__
     if n_restored:

@@ -41,6 +41,7 @@ from shieldbench.engine._calls import (
     retry_sync,
     timeout_outcome,
 )
+from shieldbench.engine._latency import BatchTally
 from shieldbench.engine._record import Recorder, Sink
 from shieldbench.errors import RunError
 from shieldbench.types import Outcome, RunConfig, Verdict
@@ -50,6 +51,7 @@ __all__ = ["Sink", "run_batches", "run_checks", "stuck_limit"]
 _TICK_S = 0.1  # how often the supervisor wakes to report progress and write the checkpoint
 _IDLE_TICK_S = 1.0  # ... and when it has neither: every wake costs the workers a GIL hand-off
 U = TypeVar("U", int, tuple[int, ...])
+_SPLIT = Outcome("", None, "timeout", "split: retried alone")  # a claim, never recorded
 
 
 def stuck_limit(config: RunConfig) -> int:
@@ -82,6 +84,7 @@ class _Job(Generic[U]):
         self.stuck: list[threading.Thread] = []
         self.finished = threading.Event()
         self.crash: BaseException | None = None
+        self.split: list[int] = []  # positions of batches past their limit, to retry alone
 
 
 def _run_worker(job: _Job[U], slot: Slot, body: Callable[[Slot], None]) -> None:
@@ -111,9 +114,13 @@ def _spawn(job: _Job[U], body: Callable[[Slot], None]) -> None:
 
 
 def _expired(job: _Job[U], slot: Slot, now: float, timeout: float, what: str) -> float:
-    """Abandon ``slot`` if its call outlived ``timeout`` (caller holds the lock).
+    """Abandon ``slot`` if its call outlived its limit (caller holds the lock).
 
-    Returns the seconds left before it would, or 0.0 when it was abandoned now.
+    The limit is per text: ``timeout`` for a call of one text, ``n * timeout`` for a
+    batch of ``n``. A batch past its limit is not failed: its positions go to
+    ``job.split``, to be screened again one text per call (each with its own
+    limit), so only a text that hangs alone becomes a ``timeout``. Returns the
+    seconds left before the call expires, or 0.0 when it was abandoned now.
     """
     # Workers write started, then unit; reading unit first means started is the
     # start of that call or of a later one. A later one only happens after the
@@ -122,21 +129,26 @@ def _expired(job: _Job[U], slot: Slot, now: float, timeout: float, what: str) ->
     started = slot.started
     if not started or unit is None:
         return inf
-    left = started + timeout - now
+    positions = unit if isinstance(unit, tuple) else (unit,)
+    left = started + timeout * len(positions) - now
     if left > 0:
         return left
-    positions = unit if isinstance(unit, tuple) else (unit,)
-    latency_ms = (now - started) * 1000.0
-    won = []
-    for i in positions:
-        outcome = timeout_outcome(job.ids[i], timeout, latency_ms, slot.attempts, what=what)
-        if job.claimed.setdefault(i, outcome) is outcome:
-            job.results[i] = outcome
-            won.append(outcome)
-    if not won:  # the call returned just now and its worker claimed the position
-        return inf
-    if job.out is not None:
-        job.out.extend(won)
+    if len(positions) > 1:
+        if any(i in job.claimed for i in positions):
+            return inf  # the batch returned just now and its worker claimed it
+        for i in positions:
+            job.claimed[i] = _SPLIT
+        job.split.extend(positions)
+    else:
+        latency_ms = (now - started) * 1000.0
+        outcome = timeout_outcome(
+            job.ids[positions[0]], timeout, latency_ms, slot.attempts, what=what
+        )
+        if job.claimed.setdefault(positions[0], outcome) is not outcome:
+            return inf  # the call returned just now and its worker claimed the position
+        job.results[positions[0]] = outcome
+        if job.out is not None:
+            job.out.append(outcome)
     slot.abandoned = True
     job.slots.remove(slot)
     job.live -= 1
@@ -296,16 +308,23 @@ def run_batches(
     *,
     config: RunConfig,
     recorder: Recorder,
+    tally: BatchTally | None = None,
 ) -> list[int]:
     """Screen ``positions`` with ``check_batch``, one batch at a time, on one worker.
 
     Batches run one after another: a batch defense parallelises inside its call
     (vectorised model code), and concurrent batches would only oversubscribe the
-    cores. Each text's latency is the batch's wall time divided by its size. A
-    batch that raises (after retries of transient errors) or returns something
-    other than a list/tuple of the right length is not recorded: its positions are
-    returned so the caller can screen them one by one with ``check``. A batch that
-    outlives ``timeout_s`` gives every text in it a ``timeout`` outcome.
+    cores. A batch's texts get ``latency_ms=None`` (no text waited for the batch
+    alone; a batch of one text is a one-text call and keeps its time); the wall
+    time of every batch of several texts goes to ``tally`` (the amortised cost).
+
+    Returned, for the caller to screen one by one with ``check``: the positions of
+    a batch that raised (after retries of transient errors), returned something
+    other than a list/tuple of the right length, or ran past its limit. The time
+    limit is per text, so a batch of ``n`` texts has ``n * timeout_s``; one past it
+    is abandoned and its texts retried alone, each with ``timeout_s``, so only a
+    text that hangs on its own becomes a ``timeout``. A batch that answers, however
+    late, is recorded as answered.
     """
     size = config.batch_size
     units = [tuple(positions[k : k + size]) for k in range(0, len(positions), size)]
@@ -314,7 +333,6 @@ def run_batches(
     job: _Job[tuple[int, ...]] = _Job(iter(units), ids, recorder)
     results = recorder.results
     fallback: list[int] = []
-    limit = inf if config.timeout_s is None else config.timeout_s
 
     def body(slot: Slot) -> None:
         for unit in job.units:
@@ -331,7 +349,7 @@ def run_batches(
                     check_batch, batch, exc, perf_counter() - t0, config, slot
                 )
                 slot.attempts = 1
-            outcomes = _batch_outcomes(unit, ids, value, err, attempts, elapsed, limit, config)
+            outcomes = _batch_outcomes(unit, ids, value, err, attempts, elapsed)
             with job.lock:
                 if slot.abandoned or unit[0] in job.claimed:
                     return
@@ -341,11 +359,13 @@ def run_batches(
                     continue
                 for i, outcome in zip(unit, outcomes, strict=True):
                     job.claimed[i] = results[i] = outcome
+                if tally is not None and len(unit) > 1:
+                    tally.add(len(unit), elapsed)
             if job.out is not None:
                 job.out.extend(outcomes)
 
     _supervise(job, body, 1, config=config, recorder=recorder, what="check_batch")
-    return sorted(fallback)
+    return sorted(fallback + job.split)
 
 
 def _batch_outcomes(
@@ -355,21 +375,13 @@ def _batch_outcomes(
     err: Exception | None,
     attempts: int,
     elapsed: float,
-    limit: float,
-    config: RunConfig,
 ) -> list[Outcome] | None:
     """One outcome per text of a finished batch, or None to fall back to ``check``."""
-    share_ms = elapsed * 1000.0 / len(unit)
-    if elapsed > limit:
-        assert config.timeout_s is not None
-        return [
-            timeout_outcome(ids[i], config.timeout_s, share_ms, attempts, what="check_batch")
-            for i in unit
-        ]
     if err is not None or value is FAILED:
         return None
     if not isinstance(value, list | tuple) or len(value) != len(unit):
         return None
+    latency_ms = elapsed * 1000.0 if len(unit) == 1 else None
     return [
-        ok_or_wrong_type(ids[i], v, share_ms, attempts) for i, v in zip(unit, value, strict=True)
+        ok_or_wrong_type(ids[i], v, latency_ms, attempts) for i, v in zip(unit, value, strict=True)
     ]

@@ -21,12 +21,16 @@ keeps it close to ``alpha`` while rarely exceeding it, which for a regression ga
 means fewer missed regressions at the same false-alarm rate.
 
 **Absolute limits** are checked on the pessimistic bound of the 95% interval by
-default (Wilson for rates, the order-statistic interval for p95 latency): a
+default (Wilson for rates, the order-statistic interval for per-call p95 latency): a
 candidate passes ``--min-tpr 0.9`` only when its block rate is at least 0.9 with
 95% confidence. ``point=True`` checks the point estimates instead.
 
-**Latency ratio**: the candidate's latency quantile (p50 by default) over the
-baseline's, on the samples both answered, with a seeded percentile bootstrap
+Latency here is always **per-call latency**, what one caller waits for one text
+(``Outcome.latency_ms``: one-text calls, caches bypassed; in a batched run the
+seeded sample of texts called singly), never a batch's cost shared among its texts.
+
+**Latency ratio**: the candidate's per-call latency quantile (p50 by default) over the
+baseline's, on the samples both timed, with a seeded percentile bootstrap
 interval (2,000 paired resamples); the upper bound (or the point) must not exceed
 ``max_latency_ratio``. The p-value is the bootstrap's share of resamples at or
 above the limit.
@@ -320,7 +324,7 @@ def _absolute(candidate: Run, policy: ErrorPolicy, s: GateSettings) -> list[Gate
         checks.append(
             _limit(
                 "limit.max_p95_ms",
-                "p95 latency at most the limit",
+                "per-call p95 latency at most the limit",
                 p95.value,
                 p95.ci_high,
                 s.max_p95_ms,
@@ -328,7 +332,7 @@ def _absolute(candidate: Run, policy: ErrorPolicy, s: GateSettings) -> list[Gate
                 s=s,
                 unit="ms",
                 interval="upper bound of the 95% order-statistic interval",
-                note=f"n={p95.n} ok calls",
+                note=f"n={p95.n} one-text calls",
             )
         )
     return checks
@@ -407,7 +411,7 @@ def run_gate(candidate: Run, baseline: Run, settings: GateSettings | None = None
         checks.append(
             _limit(
                 "latency.ratio",
-                f"p{100 * s.latency_quantile:g} latency at most {s.max_latency_ratio:g}x"
+                f"per-call p{100 * s.latency_quantile:g} latency at most {s.max_latency_ratio:g}x"
                 " the baseline's",
                 ratio,
                 high,

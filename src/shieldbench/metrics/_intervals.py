@@ -324,3 +324,41 @@ def quantile_interval(values: npt.ArrayLike, q: float, *, confidence: float = 0.
     low = _finite_or_none(float(ci.low))
     high = _finite_or_none(float(ci.high))
     return Estimate(point, low, high, method, confidence, int(x.size))
+
+
+def quantile_bound_n(q: float, side: Literal["low", "high"], *, confidence: float = 0.95) -> int:
+    """The fewest values for which :func:`quantile_interval` gives a ``side`` bound.
+
+    The two-sided order-statistic interval bounds the ``q``-quantile from above only
+    when the largest of ``n`` draws lies above it with probability at least
+    ``1 - alpha/2``, i.e. ``q ** n <= alpha/2`` (from below: ``(1 - q) ** n <= alpha/2``),
+    and from two values on.
+
+    >>> quantile_bound_n(0.99, "high"), quantile_bound_n(0.95, "high"), quantile_bound_n(0.5, "low")
+    (368, 72, 6)
+    """
+    confidence = _check_confidence(confidence)
+    if not 0.0 < q < 1.0:
+        raise StatisticsError(f"quantile q must be in (0, 1), got {q!r}")
+    tail = q if side == "high" else 1.0 - q
+    return max(2, math.ceil(math.log((1.0 - confidence) / 2.0) / math.log(tail) - 1e-9))
+
+
+def missing_bound_reason(e: Estimate, q: float) -> str | None:
+    """Why a quantile estimate lacks a bound (``None`` when it has both, or no value).
+
+    >>> import numpy as np
+    >>> missing_bound_reason(quantile_interval(np.arange(30.0), 0.99), 0.99)
+    'no upper bound: a 95% interval for p99 needs n >= 368 values, n = 30'
+    """
+    if e.value is None:
+        return None
+    missing = [s for s, b in (("lower", e.ci_low), ("upper", e.ci_high)) if b is None]
+    if not missing:
+        return None
+    need = max(quantile_bound_n(q, "low" if s == "lower" else "high", confidence=e.confidence)
+               for s in missing)  # fmt: skip
+    return (
+        f"no {' or '.join(missing)} bound: a {e.confidence:.0%} interval for p{100 * q:g}"
+        f" needs n >= {need} values, n = {e.n}"
+    )

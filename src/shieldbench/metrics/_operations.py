@@ -1,15 +1,23 @@
-"""Operational figures of a run: latency, throughput and errors.
+"""Operational figures of a run: per-call latency, throughput and errors.
 
-- Latency is taken over ok outcomes with a measured ``latency_ms`` (errors and
-  timeouts are counted separately: a timeout's latency is the time limit, not the
-  defense's speed). Percentiles use linear interpolation (:func:`numpy.quantile`);
-  their intervals are distribution-free order-statistic intervals
-  (:func:`~shieldbench.metrics.quantile_interval`). With no ok outcome every figure
-  is ``None``.
-- Throughput: ``samples_per_s`` is outcomes over the run's wall time (what the
-  engine achieved, concurrency included; ``None`` for a zero duration);
-  ``calls_per_s_per_worker`` is ``1000 / mean latency``, the rate of one
-  sequential caller.
+- **Per-call latency** is what one caller waits for one text: it is taken over ok
+  outcomes with a measured ``latency_ms``, which the engine records only for a
+  one-text call on a text the defense had not seen (caches bypassed, warm-up on
+  other texts); in a batched run that is a seeded sample of the texts, called one at
+  a time, and ``n`` says how many. Errors and timeouts are counted separately (a
+  timeout's latency is the time limit, not the defense's speed). Percentiles use
+  linear interpolation (:func:`numpy.quantile`); their intervals are
+  distribution-free order-statistic intervals
+  (:func:`~shieldbench.metrics.quantile_interval`), and a bound that ``n`` cannot
+  give is ``None`` with its reason in :meth:`LatencyStats.unbounded`. With no
+  timed outcome every figure is ``None``.
+- **Throughput**: ``batch_ms_per_text`` is the amortised cost per text in batches
+  (the summed wall time of the run's ``check_batch`` calls over the texts they
+  screened, from the run's ``environment``; ``None`` for a run without batches);
+  ``samples_per_s`` is outcomes over the run's wall time (what the engine achieved,
+  concurrency, warm-up and the per-call sample included; ``None`` for a zero
+  duration); ``calls_per_s_per_worker`` is ``1000 / mean per-call latency``, the
+  rate of one sequential caller.
 - Errors: counts by status (``error``, ``timeout``) and by error type (the text
   before the first ``:`` of the outcome's ``error``, e.g. ``ConnectTimeout``).
 
@@ -25,14 +33,16 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from shieldbench.metrics._columnar import bad_outcomes, columnar, latencies
-from shieldbench.metrics._intervals import Estimate, quantile_interval
+from shieldbench.metrics._intervals import Estimate, missing_bound_reason, quantile_interval
 from shieldbench.types import Run
 
 __all__ = [
@@ -47,7 +57,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class LatencyStats:
-    """Latency in milliseconds over ok outcomes: mean, max and p50 / p95 / p99."""
+    """Per-call latency in milliseconds (one text a call): mean, max and p50 / p95 / p99."""
 
     n: int
     mean_ms: float | None
@@ -56,14 +66,27 @@ class LatencyStats:
     p95: Estimate
     p99: Estimate
 
+    MEASURE = "per-call latency: one text per call, caches bypassed, warm-up excluded"
+
+    def unbounded(self) -> dict[str, str]:
+        """``{"p99_ms": reason, ...}`` for each percentile with a bound ``n`` cannot give."""
+        found = {
+            key: missing_bound_reason(e, q)
+            for key, e, q in (("p50_ms", self.p50, 0.5), ("p95_ms", self.p95, 0.95),
+                              ("p99_ms", self.p99, 0.99))
+        }  # fmt: skip
+        return {k: v for k, v in found.items() if v is not None}
+
     def to_dict(self) -> dict[str, Any]:
         return {
+            "measure": self.MEASURE,
             "n": self.n,
             "mean_ms": self.mean_ms,
             "max_ms": self.max_ms,
             "p50_ms": self.p50.to_dict(),
             "p95_ms": self.p95.to_dict(),
             "p99_ms": self.p99.to_dict(),
+            "unbounded": self.unbounded(),
         }
 
 
@@ -85,17 +108,21 @@ def latency_stats(run: Run, *, confidence: float = 0.95) -> LatencyStats:
 
 @dataclass(frozen=True, slots=True)
 class Throughput:
-    """Samples per second over the run's wall time, and per sequential caller."""
+    """Amortised cost per text in batches; samples per second over the run and per caller."""
 
     samples_per_s: float | None
     calls_per_s_per_worker: float | None
     wall_time_s: float
+    batch_ms_per_text: float | None = None
+    batched_texts: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "samples_per_s": self.samples_per_s,
             "calls_per_s_per_worker": self.calls_per_s_per_worker,
             "wall_time_s": self.wall_time_s,
+            "batch_ms_per_text": self.batch_ms_per_text,
+            "batched_texts": self.batched_texts,
         }
 
 
@@ -105,7 +132,22 @@ def throughput(run: Run, *, latency: LatencyStats | None = None) -> Throughput:
     wall = run.duration_s
     per_s = len(run.outcomes) / wall if wall > 0 else None
     per_worker = 1000.0 / lat.mean_ms if lat.mean_ms else None
-    return Throughput(per_s, per_worker, wall)
+    batch_ms, batched = _batch_cost(run.environment)
+    return Throughput(per_s, per_worker, wall, batch_ms, batched)
+
+
+def _batch_cost(environment: Mapping[str, str]) -> tuple[float | None, int]:
+    """``(batch_ms_per_text, batched_texts)`` the engine recorded; ``(None, 0)`` if absent.
+
+    >>> _batch_cost({"batch_ms_per_text": "7.5", "batched_texts": "64"}), _batch_cost({})
+    ((7.5, 64), (None, 0))
+    """
+    try:
+        texts = int(environment.get("batched_texts", "0"))
+        cost = float(environment["batch_ms_per_text"]) if texts > 0 else None
+    except (KeyError, ValueError):
+        return None, 0
+    return (cost, texts) if cost is not None and math.isfinite(cost) else (None, 0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,9 @@
 """Number formatting shared by the Markdown and HTML renderers (and recommendation
 messages), so every view prints a figure the same way.
 
-Undefined values print as an en dash; an interval bound the data cannot give (a
-p99 from too few calls) prints as ``?``.
+Undefined values print as an en dash; an interval bound the data cannot give
+prints as ``?`` in a generic estimate, and for a latency percentile
+(:func:`quantile_text`) as ``none`` with the reason: how many calls it needs.
 
 Example:
     >>> from shieldbench.metrics import rate
@@ -14,7 +15,7 @@ Example:
 
 from __future__ import annotations
 
-from shieldbench.metrics import Estimate, Rate
+from shieldbench.metrics import Estimate, Rate, quantile_bound_n
 
 __all__ = [
     "DASH",
@@ -25,6 +26,7 @@ __all__ = [
     "p_text",
     "pct",
     "per_10k",
+    "quantile_text",
     "rate_text",
 ]
 
@@ -88,3 +90,25 @@ def per_10k(x: float) -> str:
     """A rate as a count per 10,000 (``0.0123`` -> ``123``)."""
     value = 10_000 * x
     return f"{value:,.0f}" if value >= 10 or value == 0 else f"{value:.1f}"
+
+
+def quantile_text(e: Estimate, q: float, *, digits: int = 2) -> str:
+    """A percentile with its interval; a bound ``n`` cannot give says why.
+
+    >>> import numpy as np
+    >>> from shieldbench.metrics import quantile_interval
+    >>> quantile_text(quantile_interval(np.arange(1.0, 31.0), 0.99), 0.99)
+    '29.71 [28.00–none: n=30 < 368]'
+    >>> quantile_text(quantile_interval(np.arange(1.0, 101.0), 0.5), 0.5)
+    '50.50 [40.00–61.00]'
+    """
+    if e.value is None:
+        return DASH
+
+    def bound(x: float | None, side: str) -> str:
+        if x is not None:
+            return f"{x:.{digits}f}"
+        need = quantile_bound_n(q, "low" if side == "low" else "high", confidence=e.confidence)
+        return f"none: n={e.n} < {need}"
+
+    return f"{e.value:.{digits}f} [{bound(e.ci_low, 'low')}–{bound(e.ci_high, 'high')}]"

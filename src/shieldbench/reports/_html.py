@@ -28,11 +28,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from markupsafe import Markup
 
-from shieldbench.metrics import Estimate, Rate, SampleFlip
+from shieldbench.metrics import Estimate, Rate, SampleFlip, quantile_bound_n
 from shieldbench.reports import _attack_charts, _charts, _plane_charts
 from shieldbench.reports._e2e_view import e2e_html
 from shieldbench.reports._flips import HTML_TEXT, HTML_TOP, KIND_TITLES, side_text
@@ -43,6 +43,7 @@ from shieldbench.reports._format import (
     num,
     p_text,
     pct,
+    quantile_text,
     rate_text,
 )
 from shieldbench.reports._html_views import (
@@ -80,14 +81,17 @@ def _ci(r: Rate) -> str:
     return f"95% CI {100 * r.ci_low:.1f}–{100 * r.ci_high:.1f}%"
 
 
-def _eci(e: Estimate) -> str:
+def _eci(e: Estimate, q: float) -> str:
+    """A latency percentile's interval for a card; a bound ``n`` cannot give says why."""
     if e.value is None:
-        return "no data"
+        return "no per-call latency measured"
 
-    def f(x: float | None) -> str:
-        return "?" if x is None else ms(x)
+    def f(x: float | None, side: Literal["low", "high"]) -> str:
+        if x is not None:
+            return ms(x)
+        return f"none (n = {e.n}; needs {quantile_bound_n(q, side, confidence=e.confidence)})"
 
-    return f"95% CI {f(e.ci_low)} – {f(e.ci_high)}"
+    return f"95% CI {f(e.ci_low, 'low')} – {f(e.ci_high, 'high')}"
 
 
 def _cut(text: object, limit: int = 500) -> str:
@@ -109,6 +113,7 @@ def _environment() -> Environment:
     env.filters.update(
         rate=lambda r, n=False: rate_text(r, n=n),
         est=lambda e, digits=3: est_text(e, digits=digits),
+        qtext=lambda e, q, digits=2: quantile_text(e, q, digits=digits),
         pct=lambda x, digits=1: pct(x, digits=digits),
         ms=ms,
         num=lambda x, digits=3: num(x, digits=digits),

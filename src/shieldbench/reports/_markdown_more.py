@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from shieldbench.metrics import PairedMetric
-from shieldbench.reports._format import DASH, est_text, p_text, rate_text
+from shieldbench.reports._format import DASH, est_text, p_text, quantile_text, rate_text
 from shieldbench.reports._markdown_wide import category_matrix, fit_table, pairs_matrix
 from shieldbench.reports._mdescape import Md, md_table, md_text
 from shieldbench.reports._model import DatasetGroup
@@ -41,7 +41,7 @@ def comparison_markdown(group: DatasetGroup) -> list[str]:
                 Md(rate_text(r.false_positive_rate)),
                 Md(est_text(r.balanced_accuracy)),
                 Md(DASH if sc is None else est_text(sc.roc_auc)),
-                Md(est_text(e.summary.operations.latency.p50, digits=2)),
+                Md(quantile_text(e.summary.operations.latency.p50, 0.5)),
             ]
         )
     lines = [
@@ -54,7 +54,7 @@ def comparison_markdown(group: DatasetGroup) -> list[str]:
         f" correction; DeLong for ROC-AUC); {md_text(s.correction)} correction over all"
         f' comparisons at alpha {s.alpha:g}. Verdicts read "a is … than b".',
         *fit_table(
-            ["#", "Defense", "Block rate", "FPR", "Balanced acc.", "ROC-AUC", "p50 ms"],
+            ["#", "Defense", "Block rate", "FPR", "Balanced acc.", "ROC-AUC", "per-call p50 ms"],
             board,
             keep=2,
         ),

@@ -15,17 +15,19 @@ is built:
 
 The capabilities are instance attributes set in ``__init__`` (``hasattr`` and the
 runtime-checkable protocols see exactly what is offered). ``name`` and ``version``
-are derived from the children; ``close()`` closes every child.
+are derived from the children; ``close()`` closes every child, and ``uncached()``
+bypasses every child's caches (see :func:`shieldbench.defenses.uncached`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+import contextlib
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from shieldbench.defenses._build import build_defense
-from shieldbench.defenses._protocol import Defense, defense_version
+from shieldbench.defenses._protocol import Defense, defense_version, uncached
 from shieldbench.errors import DefenseError, SpecError
 from shieldbench.spec import Spec
 from shieldbench.types import Verdict
@@ -229,6 +231,14 @@ class Composite:
 
     async def _acheck(self, text: str) -> Verdict:
         return await asyncio.to_thread(self.check, text)
+
+    @contextlib.contextmanager
+    def uncached(self) -> Iterator[None]:
+        """Every child's caches bypassed while inside (:func:`shieldbench.defenses.uncached`)."""
+        with contextlib.ExitStack() as stack:
+            for child in self._children:
+                stack.enter_context(uncached(child))
+            yield
 
     def close(self) -> None:
         """Close every child (the first failure is re-raised after all were tried)."""

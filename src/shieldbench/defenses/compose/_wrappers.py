@@ -35,11 +35,12 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Literal, TypeVar
 
 from shieldbench.defenses._protocol import Defense
@@ -172,7 +173,20 @@ class Dedup(Composite):
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+        self._bypass = 0  # open uncached() contexts: no lookup, no store
         super().__init__("dedup", [inner], options=f"window={window_s:g}")
+
+    @contextlib.contextmanager
+    def uncached(self) -> Iterator[None]:
+        """The verdict cache and the inner defense's caches bypassed while inside."""
+        with self._lock:
+            self._bypass += 1
+        try:
+            with Composite.uncached(self):
+                yield
+        finally:
+            with self._lock:
+                self._bypass -= 1
 
     @staticmethod
     def _key(text: str) -> str:
@@ -181,7 +195,7 @@ class Dedup(Composite):
     def _lookup(self, key: str) -> Verdict | None:
         now = self._clock()
         with self._lock:
-            entry = self._cache.get(key)
+            entry = None if self._bypass else self._cache.get(key)
             if entry is None:
                 self.misses += 1
                 return None
@@ -198,6 +212,8 @@ class Dedup(Composite):
     def _store(self, key: str, verdict: Verdict) -> Verdict:
         now = self._clock()
         with self._lock:
+            if self._bypass:
+                return merge_details(verdict, dedup="miss")
             self._cache[key] = (now, verdict)
             self._cache.move_to_end(key)
             while len(self._cache) > self.max_entries:

@@ -27,6 +27,7 @@ hashes, split, threshold and held-out metrics.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from importlib import resources
 from pathlib import Path
 
@@ -74,6 +75,10 @@ class EmbeddingLRDefense:
         self.threshold = head.card.threshold if threshold is None else threshold
         trained = head.card.created[:10]
         self.version = f"{embedder.model_name} lr {source or 'head'} trained {trained}"
+
+    def uncached(self) -> AbstractContextManager[None]:
+        """The embedder's cache bypassed (see :func:`shieldbench.defenses.uncached`)."""
+        return self.embedder.uncached()
 
     def check(self, text: str) -> Verdict:
         return self.check_batch([text])[0]

@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from importlib import resources
 
@@ -166,6 +167,10 @@ class SemanticDefense:
             return np.clip(a, 0.0, 1.0), a, None, nearest
         b = _top_k_mean(_similarities(vectors, self._benign), self.top_k)
         return np.clip(a - np.maximum(0.0, b - a), 0.0, 1.0), a, b, nearest
+
+    def uncached(self) -> AbstractContextManager[None]:
+        """The embedder's cache bypassed (see :func:`shieldbench.defenses.uncached`)."""
+        return self.embedder.uncached()
 
     def check(self, text: str) -> Verdict:
         return self.check_batch([text])[0]

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 
 import numpy as np
 import numpy.typing as npt
@@ -101,6 +102,10 @@ class TopicShiftDefense:
         self.version = (
             f"{embedder.model_name} sentences>={min_chars}ch min{min_sentences} max{max_sentences}"
         )
+
+    def uncached(self) -> AbstractContextManager[None]:
+        """The embedder's cache bypassed (see :func:`shieldbench.defenses.uncached`)."""
+        return self.embedder.uncached()
 
     def check(self, text: str) -> Verdict:
         return self.check_batch([text])[0]
