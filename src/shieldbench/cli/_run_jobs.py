@@ -81,9 +81,8 @@ def run_job(
     total = len(dataset)
     if shard is not None:
         dataset = shard_dataset(dataset, *shard)
-    # Parquet for large runs; end-to-end records are kept in JSON run files only.
-    suffix = run_format(len(dataset)) if plan is None else "json"
-    run_file = out / "runs" / f"{job.slug}.{suffix}"
+    # Parquet for large runs (every field, end-to-end records included), JSON otherwise.
+    run_file = out / "runs" / f"{job.slug}.{run_format(len(dataset))}"
     if run_file.is_file():
         done = load_run(run_file)
         if (

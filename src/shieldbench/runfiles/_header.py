@@ -99,9 +99,7 @@ RUN_FIELDS: Mapping[str, FieldCodec] = {
     "environment": FieldCodec(plain, _mapping, required=False, default={}),
     "started": FieldCodec(datetime.isoformat, _moment),
     "finished": FieldCodec(datetime.isoformat, _moment),
-    "end_to_end": FieldCodec(
-        plain, _mapping, required=False, default={}, omit=lambda v: not v
-    ),
+    "end_to_end": FieldCodec(plain, _mapping, required=False, default={}, omit=lambda v: not v),
 }
 """Every field of a Run but its samples and outcomes, in the order they are written."""
 
@@ -221,4 +219,3 @@ def decode_records(cls: type[T], items: Any, *, where: str) -> tuple[T, ...]:
     if not isinstance(items, list | tuple):
         raise RunError(f"{where}: expected a list, got {type(items).__name__}")
     return tuple(decode_record(cls, item, where=f"{where}[{i}]") for i, item in enumerate(items))
-

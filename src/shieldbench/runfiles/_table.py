@@ -162,7 +162,7 @@ def decode_columns(
     parents = sorted({c.parent for c in columns if c.parent is not None})
     out: list[R] = []
     for row in zip(*cells, strict=True):
-        record: dict[str, Any] = {p: None for p in parents}
+        record: dict[str, Any] = dict.fromkeys(parents)
         nested: dict[str, dict[str, Any]] = {p: {} for p in parents}
         for c, value in zip(columns, row, strict=True):
             if c.parent is None:
