@@ -59,7 +59,7 @@ def load_datasets(specs: Sequence[str], margin: float) -> dict[str, Dataset]:
             f" {counts['benign']} benign), version {ds.content_hash[:19]}…",
             highlight=False,
         )
-        print_size_warnings(sample_size_warnings(ds.samples, margin=margin), margin)
+        print_size_warnings(sample_size_warnings(ds.samples, margin=margin))
     return loaded
 
 
