@@ -214,7 +214,8 @@ def test_a_30_sample_run_gets_few_cards_and_no_critical_one() -> None:
     assert not _by_rule(recs, "latency_tail")  # 30 calls cannot bound a p99
     assert not _by_rule(recs, "threshold")  # 14 benign samples cannot show an FPR <= 1%
     (fp,) = _by_rule(recs, "false_positive_cost")  # the same finding: one card, both named
-    assert fp.subject == "d0, d1, d2" and fp.evidence["subjects"] == ["d0", "d1", "d2"]
+    assert fp.subject == "d0, d1, d2"
+    assert fp.evidence["subjects"] == ["d0", "d1", "d2"]
 
 
 def test_a_false_positive_rate_whose_interval_includes_the_target_is_information() -> None:

@@ -142,7 +142,7 @@ def merge_alike(recs: Sequence[Recommendation]) -> list[Recommendation]:
     Two defenses with the same gap on the same data get one card naming both, so
     the number of cards follows the number of distinct findings, not of runs.
     """
-    merged: dict[tuple[str, str, str], list[Recommendation]] = {}
+    merged: dict[tuple[Priority, str, str], list[Recommendation]] = {}
     for r in recs:
         merged.setdefault((r.priority, r.rule, r.message), []).append(r)
     out = []

@@ -2,8 +2,11 @@
 
 The columns are derived from the records, not listed by hand: one column per field
 of :class:`~shieldbench.types.Sample` and of :class:`~shieldbench.types.Outcome`,
-its type read from the field's annotation, its cells from the record's ``to_dict()``
-form and read back through ``from_dict()`` (the same codec as the JSON run file):
+its type read from the field's annotation, its cells the field's values (nested
+values as plain JSON), read back through the record's constructor in field order
+(its checks apply; a null cell of a field that cannot be ``None`` takes the field's
+default; a bad row is read again through ``from_dict`` so the error names the
+file, the record and the field, as for a JSON run file):
 
 - ``str`` and ``Literal`` fields are text columns; ``float``, ``int``, ``bool`` are
   numeric columns; ``tuple[str, ...]`` a list of text; anything else (metadata,
@@ -27,9 +30,10 @@ import json
 import types
 import typing
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import MISSING, dataclass, fields, is_dataclass
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
+from shieldbench.errors import RunError
 from shieldbench.runfiles._header import decode_record, plain
 from shieldbench.types import Outcome, Sample, Verdict
 
@@ -118,28 +122,30 @@ def arrow_type(column: Column) -> Any:
     }.get(column.kind, pa.string())
 
 
-def _cell(column: Column, value: Any) -> Any:
-    if value is None:
-        return None
+def _cells(column: Column, values: list[Any]) -> list[Any]:
+    """One column's cells from the field's values (``None`` for a missing field)."""
     if column.kind == "json":
-        if not value and not column.nullable:
-            return None  # an empty mapping that cannot be None: null reads back as empty
-        return json.dumps(plain(value), ensure_ascii=False)
+        keep_empty = column.nullable  # an empty value of a field that cannot be None: null
+        return [
+            json.dumps(plain(v), ensure_ascii=False) if v or (keep_empty and v is not None)
+            else None
+            for v in values
+        ]  # fmt: skip
     if column.kind == "strings":
-        return list(value)
-    return value
+        return [None if v is None else list(v) for v in values]
+    return values
 
 
 def encode_columns(records: Sequence[Any], columns: Sequence[Column]) -> Columns:
-    """The records (their ``to_dict()`` forms) as one list of cells per column."""
-    dicts = [r.to_dict() for r in records]
+    """The records' fields as one list of cells per column (read back by ``from_dict``)."""
+    parents = {c.parent: [getattr(r, c.parent) for r in records] for c in columns if c.parent}
     out: Columns = {}
     for c in columns:
         if c.parent is None:
-            out[c.name] = [_cell(c, d.get(c.key)) for d in dicts]
+            values = [getattr(r, c.key) for r in records]
         else:
-            parents = [d.get(c.parent) for d in dicts]
-            out[c.name] = [None if p is None else _cell(c, p.get(c.key)) for p in parents]
+            values = [None if p is None else getattr(p, c.key) for p in parents[c.parent]]
+        out[c.name] = _cells(c, values)
     return out
 
 
@@ -149,32 +155,110 @@ def _read(column: Column, cells: list[Any]) -> list[Any]:
     return cells
 
 
+def _defaults(kind: Any, group: Sequence[Column]) -> list[tuple[int, Any]]:
+    """``(position, make default)`` for the group's fields that cannot be ``None``."""
+    by_name = {f.name: f for f in fields(kind)}
+    out: list[tuple[int, Any]] = []
+    for i, c in enumerate(group):
+        f = by_name[c.key]
+        if not c.nullable and f.default is not MISSING:
+            out.append((i, lambda d=f.default: d))
+        elif not c.nullable and f.default_factory is not MISSING:
+            out.append((i, f.default_factory))
+    return out
+
+
+def _nested(kind: Any, row: tuple[Any, ...], lo: int, hi: int, fill: Any) -> Any:
+    """The nested record from its cells, in field order (a null required field: default)."""
+    values = list(row[lo:hi])
+    for i, make in fill:
+        if values[i] is None:
+            values[i] = make()
+    return kind(*values)
+
+
+def _named_error(
+    cls: type[R],
+    row: tuple[Any, ...],
+    ordered: Sequence[Column],
+    where: str,
+    exc: Exception,
+) -> R:
+    """Read a bad row through ``from_dict`` so the error names the record and field."""
+    record: dict[str, Any] = {}
+    for c, value in zip(ordered, row, strict=True):
+        if c.parent is None:
+            record[c.key] = value
+        elif value is not None:
+            record.setdefault(c.parent, {})[c.key] = value
+    what = f"{where}: {cls.__name__.lower()} {record.get('id', record.get('sample_id'))!r}"
+    decode_record(cls, record, where=what)  # raises, naming the field
+    raise RunError(f"{what}: {type(exc).__name__}: {exc}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """How a row of cells becomes a record's constructor arguments, in field order."""
+
+    ordered: tuple[Column, ...]  # the top-level columns, then each nested record's
+    n_top: int
+    fill: tuple[tuple[int, Any], ...]  # top-level fields that cannot be None: defaults
+    # (field position, nested type, first cell, end cell, a cell always set, defaults)
+    nested: tuple[tuple[int, Any, int, int, int | None, tuple[tuple[int, Any], ...]], ...]
+
+
+_PLANS: dict[tuple[Any, tuple[Column, ...]], _Plan] = {}
+
+
+def _plan(cls: type, columns: tuple[Column, ...]) -> _Plan:
+    """The :class:`_Plan` of ``cls`` over ``columns`` (made once, then reused)."""
+    found = _PLANS.get((cls, columns))
+    if found is None:
+        found = _PLANS[(cls, columns)] = _make_plan(cls, columns)
+    return found
+
+
+def _make_plan(cls: type, columns: tuple[Column, ...]) -> _Plan:
+    top = [c for c in columns if c.parent is None]
+    position = {f.name: i for i, f in enumerate(fields(cls))}
+    hints = get_type_hints(cls)
+    ordered, nested, start = list(top), [], len(top)
+    for p in sorted({c.parent for c in columns if c.parent}, key=position.__getitem__):
+        group = [c for c in columns if c.parent == p]
+        kind = _kind(hints[p])
+        # present when a field the nested record always has is set (a verdict's blocked)
+        always = [start + i for i, c in enumerate(group) if not c.nullable and c.kind != "json"]
+        stop = start + len(group)
+        nested.append((position[p], kind, start, stop, always[0] if always else None,
+                       tuple(_defaults(kind, group))))  # fmt: skip
+        ordered += group
+        start = stop
+    return _Plan(tuple(ordered), len(top), tuple(_defaults(cls, top)), tuple(nested))
+
+
 def decode_columns(
     cls: type[R], columns: Sequence[Column], data: Mapping[str, list[Any]], *, where: str
 ) -> list[R]:
     """Records from column lists (a column absent from ``data`` reads as all null).
 
-    ``where`` names the file in the :class:`~shieldbench.errors.RunError` a bad
-    row raises (with the row's id and the field).
+    Each row calls the record's constructor (its checks apply); a bad row is read
+    again through ``from_dict`` so that the :class:`~shieldbench.errors.RunError`
+    names ``where`` (the file), the record's id and the field.
     """
     n = len(data["id"])
-    cells = [_read(c, data[c.name]) if c.name in data else [None] * n for c in columns]
-    parents = sorted({c.parent for c in columns if c.parent is not None})
+    plan = _plan(cls, tuple(columns))
+    cells = [_read(c, data[c.name]) if c.name in data else [None] * n for c in plan.ordered]
     out: list[R] = []
     for row in zip(*cells, strict=True):
-        record: dict[str, Any] = dict.fromkeys(parents)
-        nested: dict[str, dict[str, Any]] = {p: {} for p in parents}
-        for c, value in zip(columns, row, strict=True):
-            if c.parent is None:
-                record[c.key] = value
-            else:
-                nested[c.parent][c.key] = value
-        for p, sub in nested.items():
-            if any(v is not None for v in sub.values()):
-                record[p] = sub
         try:
-            out.append(cls.from_dict(record))
-        except (KeyError, TypeError, ValueError, AttributeError):
-            what = f"{where}: {cls.__name__.lower()} {record.get('id', record.get('sample_id'))!r}"
-            out.append(decode_record(cls, record, where=what))  # raises, naming the field
+            values = list(row[: plan.n_top])
+            for i, make in plan.fill:
+                if values[i] is None:
+                    values[i] = make()
+            for pos, kind, lo, hi, always, fill in plan.nested:
+                present = row[always] is not None if always is not None else any(row[lo:hi])
+                values.insert(pos, _nested(kind, row, lo, hi, fill) if present else None)
+            out.append(cls(*values))
+        except (TypeError, ValueError) as exc:
+            out.append(_named_error(cls, row, plan.ordered, where, exc))
     return out
