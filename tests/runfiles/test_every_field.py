@@ -154,12 +154,19 @@ def test_bad_json_input_names_the_file_and_the_field(edit: Any, message: str) ->
         run_from_dict(data, source="r.json")
 
 
-def test_a_bad_parquet_cell_names_the_file_the_row_and_the_field(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("column", "cell", "message"),
+    [
+        ("label", "maybe", r"r\.parquet: sample 's1': .*label"),
+        ("text", None, r"r\.parquet: sample 's1': .*column 'text' is null"),
+    ],
+)
+def test_a_bad_parquet_cell_names_the_file_the_row_and_the_field(
+    tmp_path: Path, column: str, cell: str | None, message: str
+) -> None:
     path = save_run(RUN, tmp_path / "r.parquet")
     table = pq.read_table(path)
-    bad = table.set_column(
-        table.column_names.index("label"), "label", pa.array(["maybe"], pa.string())
-    )
+    bad = table.set_column(table.column_names.index(column), column, pa.array([cell], pa.string()))
     pq.write_table(bad.replace_schema_metadata(table.schema.metadata), path)
-    with pytest.raises(RunError, match=r"r\.parquet: sample 's1': .*label"):
+    with pytest.raises(RunError, match=message):
         list(load_run(path).samples)

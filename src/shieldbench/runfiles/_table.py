@@ -137,7 +137,7 @@ def _cells(column: Column, values: list[Any]) -> list[Any]:
 
 
 def encode_columns(records: Sequence[Any], columns: Sequence[Column]) -> Columns:
-    """The records' fields as one list of cells per column (read back by ``from_dict``)."""
+    """The records' fields as one list of cells per column (read back by :func:`decode_columns`)."""
     parents = {c.parent: [getattr(r, c.parent) for r in records] for c in columns if c.parent}
     out: Columns = {}
     for c in columns:
@@ -203,6 +203,7 @@ class _Plan:
     ordered: tuple[Column, ...]  # the top-level columns, then each nested record's
     n_top: int
     fill: tuple[tuple[int, Any], ...]  # top-level fields that cannot be None: defaults
+    required: tuple[tuple[int, str], ...]  # top-level fields with neither None nor a default
     # (field position, nested type, first cell, end cell, a cell always set, defaults)
     nested: tuple[tuple[int, Any, int, int, int | None, tuple[tuple[int, Any], ...]], ...]
 
@@ -233,7 +234,10 @@ def _make_plan(cls: type, columns: tuple[Column, ...]) -> _Plan:
                        tuple(_defaults(kind, group))))  # fmt: skip
         ordered += group
         start = stop
-    return _Plan(tuple(ordered), len(top), tuple(_defaults(cls, top)), tuple(nested))
+    fill = tuple(_defaults(cls, top))
+    filled = {i for i, _ in fill}
+    required = tuple((i, c.name) for i, c in enumerate(top) if not c.nullable and i not in filled)
+    return _Plan(tuple(ordered), len(top), fill, required, tuple(nested))
 
 
 def decode_columns(
@@ -252,6 +256,9 @@ def decode_columns(
     for row in zip(*cells, strict=True):
         try:
             values = list(row[: plan.n_top])
+            for i, name in plan.required:
+                if values[i] is None:
+                    raise ValueError(f"column {name!r} is null")
             for i, make in plan.fill:
                 if values[i] is None:
                     values[i] = make()
