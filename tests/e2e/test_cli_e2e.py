@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from shieldbench.cli import app, main
-from shieldbench.runio import load_run
+from shieldbench.runio import load_run, save_run
 
 runner = CliRunner()
 CORE_SAMPLE = "sample(builtin:core, n=120, seed=0)"
@@ -297,3 +297,9 @@ def test_a_large_end_to_end_run_is_a_parquet_run_file_with_every_record(
     assert "already done, reusing" in " ".join(again.output.split())
     report = _run(["report", str(path), "--out", str(tmp_path / "report")])
     assert report.exit_code == 0, report.output
+    # a run folder from before (the large end-to-end run as JSON) is still resumed
+    save_run(run, path.with_suffix(".json"))
+    path.unlink()
+    older = _run([*args, "--resume"])
+    assert older.exit_code == 0, older.output
+    assert f"reusing{path.with_suffix('.json')}" in "".join(older.output.split())

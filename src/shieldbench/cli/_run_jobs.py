@@ -83,8 +83,11 @@ def run_job(
         dataset = shard_dataset(dataset, *shard)
     # Parquet for large runs (every field, end-to-end records included), JSON otherwise.
     run_file = out / "runs" / f"{job.slug}.{run_format(len(dataset))}"
-    if run_file.is_file():
-        done = load_run(run_file)
+    # a large end-to-end run finished before such runs were Parquet is a JSON file
+    earlier = out / "runs" / f"{job.slug}.json"
+    found = run_file if run_file.is_file() else earlier if earlier.is_file() else None
+    if found is not None:
+        done = load_run(found)
         if (
             done.dataset.content_hash == dataset.content_hash
             and done.defense.spec == job.defense
@@ -92,7 +95,7 @@ def run_job(
             and bool(done.end_to_end) == (plan is not None)
             and done.environment.get("shard") == (None if shard is None else "{}/{}".format(*shard))
         ):
-            console.print(f"[dim]{job.defense} on {job.dataset}: already done, reusing {run_file}")
+            console.print(f"[dim]{job.defense} on {job.dataset}: already done, reusing {found}")
             return done
     checkpoint = out / "checkpoints" / f"{job.slug}.jsonl"
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
