@@ -5,9 +5,9 @@ the same fields as Arrow columns cost a tenth of that. Large datasets and large 
 therefore keep their records here:
 
 - :func:`sample_columns` / :func:`outcome_columns` turn records into plain column
-  lists (the encoding the Parquet run file uses: metadata, details and messages as
-  JSON text, verdict fields null when there is no verdict), and
-  :func:`samples_from` / :func:`outcomes_from` turn columns back into records;
+  lists and :func:`samples_from` / :func:`outcomes_from` turn columns back into
+  records, through the records' one codec (:mod:`shieldbench.runfiles`: one column
+  per field, the layout the Parquet run file uses);
 - :class:`ArrowRows` is a :class:`~shieldbench._views.RecordView` over an Arrow
   table: iteration builds the records of one chunk of :data:`CHUNK` rows at a time,
   a block of rows is another view (:meth:`ArrowRows.rows`, no copy) and
@@ -28,12 +28,19 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 from shieldbench._views import RecordView
-from shieldbench.types import Outcome, Sample, Verdict
+from shieldbench.runfiles import (
+    OUTCOME_COLUMNS,
+    SAMPLE_COLUMNS,
+    Columns,
+    arrow_type,
+    decode_columns,
+    encode_columns,
+)
+from shieldbench.types import Outcome, Sample
 
 __all__ = [
     "CHUNK",
@@ -50,92 +57,39 @@ __all__ = [
 CHUNK = 65_536
 """Rows per chunk: a row group of a Parquet run file, a batch of a columnar dataset."""
 
-SAMPLE_FIELDS = ("id", "text", "label", "category", "subcategory", "severity", "tier",
-                 "source", "metadata")  # fmt: skip
-OUTCOME_FIELDS = ("id", "status", "error", "latency_ms", "attempts", "blocked", "score",
-                  "verdict_label", "reasons", "details")  # fmt: skip
+SAMPLE_FIELDS: tuple[str, ...] = tuple(c.name for c in SAMPLE_COLUMNS)
+OUTCOME_FIELDS: tuple[str, ...] = tuple(c.name for c in OUTCOME_COLUMNS)
 
 R = TypeVar("R")
-Columns = dict[str, list[Any]]
-
-
-def _json_or_none(mapping: Any, *, sort_keys: bool = True) -> str | None:
-    return json.dumps(dict(mapping), ensure_ascii=False, sort_keys=sort_keys) if mapping else None
 
 
 def sample_columns(samples: Sequence[Sample]) -> Columns:
-    """The samples as column lists (``messages`` as JSON text, null when absent)."""
-    return {
-        "id": [s.id for s in samples],
-        "text": [s.text for s in samples],
-        "label": [s.label for s in samples],
-        "category": [s.category for s in samples],
-        "subcategory": [s.subcategory for s in samples],
-        "severity": [s.severity for s in samples],
-        "tier": [s.tier for s in samples],
-        "source": [s.source for s in samples],
-        # insertion order kept: a sample's metadata reads back as it was loaded
-        "metadata": [_json_or_none(s.metadata, sort_keys=False) for s in samples],
-        "messages": [
-            None if s.messages is None else json.dumps([dict(m) for m in s.messages])
-            for s in samples
-        ],
-    }
+    """The samples as column lists (:data:`~shieldbench.runfiles.SAMPLE_COLUMNS`)."""
+    return encode_columns(samples, SAMPLE_COLUMNS)
 
 
 def outcome_columns(outcomes: Sequence[Outcome]) -> Columns:
     """The outcomes as column lists (verdict fields null when there is no verdict)."""
-    verdicts = [o.verdict for o in outcomes]
-    return {
-        "id": [o.sample_id for o in outcomes],
-        "status": [o.status for o in outcomes],
-        "error": [o.error for o in outcomes],
-        "latency_ms": [o.latency_ms for o in outcomes],
-        "attempts": [o.attempts for o in outcomes],
-        "blocked": [None if v is None else v.blocked for v in verdicts],
-        "score": [None if v is None else v.score for v in verdicts],
-        "verdict_label": [None if v is None else v.label for v in verdicts],
-        "reasons": [None if v is None else list(v.reasons) for v in verdicts],
-        "details": [None if v is None else _json_or_none(v.details) for v in verdicts],
-    }
+    return encode_columns(outcomes, OUTCOME_COLUMNS)
 
 
-def samples_from(c: Columns) -> list[Sample]:
-    """Samples from column lists (a ``messages`` column is optional)."""
-    messages = c.get("messages") or [None] * len(c["id"])
-    return [
-        Sample(i, t, lab, cat, sub, sev, tier, src, json.loads(meta) if meta else {},
-               None if msg is None else tuple(json.loads(msg)))
-        for i, t, lab, cat, sub, sev, tier, src, meta, msg in zip(
-            c["id"], c["text"], c["label"], c["category"], c["subcategory"], c["severity"],
-            c["tier"], c["source"], c["metadata"], messages, strict=True,
-        )
-    ]  # fmt: skip
+def samples_from(c: Columns, *, where: str = "samples") -> list[Sample]:
+    """Samples from column lists (a column the data lacks reads as absent)."""
+    return decode_columns(Sample, SAMPLE_COLUMNS, c, where=where)
 
 
-def outcomes_from(c: Columns) -> list[Outcome]:
-    """Outcomes from column lists."""
-    return [
-        Outcome(
-            i,
-            None if blocked is None else Verdict(
-                blocked, score, label, tuple(reasons or ()), json.loads(det) if det else {}
-            ),
-            status, error, latency, attempts,
-        )
-        for i, status, error, latency, attempts, blocked, score, label, reasons, det in zip(
-            c["id"], c["status"], c["error"], c["latency_ms"], c["attempts"], c["blocked"],
-            c["score"], c["verdict_label"], c["reasons"], c["details"], strict=True,
-        )
-    ]  # fmt: skip
+def outcomes_from(c: Columns, *, where: str = "outcomes") -> list[Outcome]:
+    """Outcomes from column lists (a column the data lacks reads as absent)."""
+    return decode_columns(Outcome, OUTCOME_COLUMNS, c, where=where)
+
+
+_TYPES = {c.name: c for c in (*SAMPLE_COLUMNS, *OUTCOME_COLUMNS)}
 
 
 def _schema(names: Sequence[str]) -> Any:
     import pyarrow as pa
 
-    types = {"latency_ms": pa.float64(), "attempts": pa.int32(), "blocked": pa.bool_(),
-             "score": pa.float64(), "reasons": pa.list_(pa.string())}  # fmt: skip
-    return pa.schema([(n, types.get(n, pa.string())) for n in names])
+    return pa.schema([(n, arrow_type(_TYPES[n])) for n in names])
 
 
 class ArrowRows(RecordView[R]):

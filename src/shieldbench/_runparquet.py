@@ -3,13 +3,18 @@
 For large runs a JSON file is slow to write and read and costs a dict per sample
 and per outcome at once; a Parquet run file is written and read in row groups of
 :data:`ROW_GROUP` rows, so memory stays at one row group of columns plus the run's
-own records. The run's header (id, defense, dataset, config, environment, times,
-schema version) is one JSON document in the file's key-value metadata under
-``shieldbench.run``; the rows hold the sample fields (``id``, ``text``, ``label``,
-``category``, ``subcategory``, ``severity``, ``tier``, ``source``, ``metadata`` as
-JSON) and the outcome fields (``status``, ``error``, ``latency_ms``, ``attempts``,
-``blocked``, ``score``, ``verdict_label``, ``reasons``, ``details`` as JSON; the
-verdict columns are null when the outcome has no verdict).
+own records. The run's header (every Run field but its samples and outcomes:
+:func:`shieldbench.runfiles.run_header`, the same document as a JSON run file's
+top level, end-to-end figures included) is one JSON document in the file's
+key-value metadata under ``shieldbench.run``; the rows hold one column per sample
+field and per outcome field (:data:`shieldbench.runfiles.SAMPLE_COLUMNS`,
+:data:`~shieldbench.runfiles.OUTCOME_COLUMNS`: text and numbers as such, metadata,
+messages, details and end-to-end records as JSON text; the verdict's columns are
+null when the outcome has no verdict).
+
+A file written before a column existed (the first layout had no ``messages`` and
+no ``end_to_end`` column) reads that field as absent; the schema version stays 1
+because every older file reads back unchanged.
 
 Any Parquet reader (pandas, DuckDB, Polars, Spark) reads the rows directly.
 :func:`shieldbench.runio.save_run` writes this form for a path ending in
@@ -26,7 +31,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
-from datetime import datetime
+from functools import partial
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -41,33 +46,33 @@ from shieldbench._columns import (
     samples_from,
 )
 from shieldbench.errors import RunError
-from shieldbench.types import DatasetInfo, DefenseInfo, Outcome, Run, RunConfig, Sample
+from shieldbench.runfiles import (
+    OUTCOME_COLUMNS,
+    SAMPLE_COLUMNS,
+    arrow_type,
+    check_kind,
+    run_from_header,
+    run_header,
+)
+from shieldbench.types import Outcome, Run, Sample
 
-__all__ = ["ROW_GROUP", "load_run_parquet", "run_header", "save_run_parquet"]
+__all__ = ["ROW_GROUP", "load_run_parquet", "save_run_parquet"]
 
 ROW_GROUP = CHUNK
 _KEY = b"shieldbench.run"
+_OUTCOME_ONLY = [c for c in OUTCOME_COLUMNS if c.name not in SAMPLE_FIELDS]
 
 
 def _schema() -> Any:
+    """Every sample column, then every outcome column but the shared ``id``."""
     import pyarrow as pa
 
-    text = pa.string()
-    return pa.schema(
-        [
-            ("id", text), ("text", text), ("label", text), ("category", text),
-            ("subcategory", text), ("severity", text), ("tier", text), ("source", text),
-            ("metadata", text), ("status", text), ("error", text),
-            ("latency_ms", pa.float64()), ("attempts", pa.int32()), ("blocked", pa.bool_()),
-            ("score", pa.float64()), ("verdict_label", text), ("reasons", pa.list_(text)),
-            ("details", text),
-        ]
-    )  # fmt: skip
+    return pa.schema([(c.name, arrow_type(c)) for c in (*SAMPLE_COLUMNS, *_OUTCOME_ONLY)])
 
 
 def _rows(samples: Sequence[Sample], outcomes: Sequence[Outcome]) -> dict[str, list[Any]]:
-    return {k: v for k, v in sample_columns(samples).items() if k != "messages"} | {
-        k: v for k, v in outcome_columns(outcomes).items() if k != "id"
+    return sample_columns(samples) | {
+        k: v for k, v in outcome_columns(outcomes).items() if k not in SAMPLE_FIELDS
     }
 
 
@@ -75,8 +80,8 @@ def _groups(run: Run, schema: Any) -> Iterator[Any]:
     """The run's rows as Arrow tables of :data:`ROW_GROUP` rows each.
 
     Columnar samples and outcomes (:class:`~shieldbench._columns.ArrowRows`) are
-    sliced and joined as Arrow arrays; records held as objects are encoded a row
-    group at a time.
+    sliced and joined as Arrow arrays (a column a file from an older version lacks
+    is written null); records held as objects are encoded a row group at a time.
     """
     import pyarrow as pa
 
@@ -86,31 +91,19 @@ def _groups(run: Run, schema: Any) -> Iterator[Any]:
         if isinstance(samples, ArrowRows) and isinstance(outcomes, ArrowRows):
             part_s = samples.table.slice(start, ROW_GROUP)
             part_o = outcomes.table.slice(start, ROW_GROUP)
-            arrays = [
-                (part_s if name in SAMPLE_FIELDS else part_o).column(name).cast(field.type)
-                for name, field in zip(schema.names, schema, strict=True)
-            ]
+            arrays = []
+            for name, field in zip(schema.names, schema, strict=True):
+                part = part_s if name in SAMPLE_FIELDS else part_o
+                if name in part.column_names:
+                    arrays.append(part.column(name).cast(field.type))
+                else:
+                    arrays.append(pa.nulls(part.num_rows, field.type))
             yield pa.Table.from_arrays(arrays, schema=schema)
         else:
             part = list(islice(sample_it, ROW_GROUP)), list(islice(outcome_it, ROW_GROUP))
             yield pa.table(_rows(*part), schema=schema)
     if not samples:
         yield pa.table(_rows((), ()), schema=schema)
-
-
-def run_header(run: Run) -> dict[str, Any]:
-    """A run's fields but its samples and outcomes (shared with the JSON run file)."""
-    return {
-        "schema_version": run.schema_version,
-        "kind": "shieldbench.run",
-        "id": run.id,
-        "defense": run.defense.to_dict(),
-        "dataset": run.dataset.to_dict(),
-        "config": run.config.to_dict(),
-        "environment": dict(run.environment),
-        "started": run.started.isoformat(),
-        "finished": run.finished.isoformat(),
-    }
 
 
 def save_run_parquet(run: Run, path: str | Path) -> Path:
@@ -136,7 +129,7 @@ def save_run_parquet(run: Run, path: str | Path) -> Path:
     return target
 
 
-def load_run_parquet(path: str | Path, *, schema_version: int) -> Run:
+def load_run_parquet(path: str | Path) -> Run:
     """Read a run written by :func:`save_run_parquet`; :class:`RunError` on bad input."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -150,33 +143,23 @@ def load_run_parquet(path: str | Path, *, schema_version: int) -> Run:
         raise RunError(f"{source}: not a Parquet file ({exc})") from None
     if _KEY not in meta:
         raise RunError(f"{source}: a Parquet file, but not a shieldbench run (no run header)")
+    where = str(source)
     try:
         head = json.loads(meta[_KEY])
-        if head.get("schema_version") != schema_version:
-            raise RunError(
-                f"{source}: run schema_version {head.get('schema_version')!r} is not supported"
-                f" (this shieldbench reads version {schema_version})"
-            )
+    except ValueError as exc:
+        raise RunError(f"{source}: the run header is not JSON ({exc})") from None
+    if not isinstance(head, dict):
+        raise RunError(f"{source}: the run header is not a JSON object")
+    check_kind(head, where=where)
+    try:
         table = pq.read_table(source)
-        sample_cols = ["id", "text", "label", "category", "subcategory", "severity", "tier",
-                       "source", "metadata"]  # fmt: skip
-        outcome_cols = ["id", "status", "error", "latency_ms", "attempts", "blocked", "score",
-                        "verdict_label", "reasons", "details"]  # fmt: skip
-        samples = ArrowRows(table.select(sample_cols), samples_from)
-        outcomes = ArrowRows(table.select(outcome_cols), outcomes_from)
-        return Run(
-            id=str(head["id"]),
-            defense=DefenseInfo.from_dict(head["defense"]),
-            dataset=DatasetInfo.from_dict(head["dataset"]),
-            config=RunConfig.from_dict(head["config"]),
-            samples=samples,
-            outcomes=outcomes,
-            started=datetime.fromisoformat(head["started"]),
-            finished=datetime.fromisoformat(head["finished"]),
-            environment=head.get("environment") or {},
-            schema_version=int(head["schema_version"]),
-        )
-    except (KeyError, TypeError, ValueError, pa.ArrowException) as exc:
-        raise RunError(
-            f"{source}: not a valid shieldbench run file ({type(exc).__name__}: {exc})"
-        ) from None
+    except (OSError, pa.ArrowException) as exc:
+        raise RunError(f"{source}: cannot read the rows ({exc})") from None
+    missing = [n for n in ("id", "text", "label", "status") if n not in table.column_names]
+    if missing:
+        raise RunError(f"{source}: column(s) {', '.join(missing)} missing; not a run file's rows")
+    sample_cols = [c.name for c in SAMPLE_COLUMNS if c.name in table.column_names]
+    outcome_cols = [c.name for c in OUTCOME_COLUMNS if c.name in table.column_names]
+    samples = ArrowRows(table.select(sample_cols), partial(samples_from, where=where))
+    outcomes = ArrowRows(table.select(outcome_cols), partial(outcomes_from, where=where))
+    return run_from_header(head, samples=samples, outcomes=outcomes, where=where)

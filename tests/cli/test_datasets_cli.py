@@ -134,3 +134,13 @@ def test_library_errors_become_one_line_and_exit_2(
         main()
     assert info.value.code == 2
     assert "file not found" in _flat(capsys.readouterr().err)
+
+
+def test_validate_says_the_sample_size_once(data: Path) -> None:
+    """One note for the data, not a line per label and per category (issue 30)."""
+    ok = runner.invoke(app, ["datasets", "validate", str(data)], env={"COLUMNS": "400"})
+    assert ok.exit_code == 0, ok.output
+    notes = [line for line in ok.output.splitlines() if "sample size" in line]
+    assert len(notes) == 1, ok.output
+    assert "1 attack and 2 benign samples" in notes[0]
+    assert f"needs {required_sample_size(margin=0.1)} of each" in notes[0]

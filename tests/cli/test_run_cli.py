@@ -138,6 +138,12 @@ def test_two_defenses_are_compared(data_file: Path, tmp_path: Path) -> None:
     assert "Leaderboard" in text
     assert "Pairwise" in text
     assert len(list((out / "runs").glob("*.json"))) == 2
+    # the data's size is said once in the terminal and once in the report (issue 30)
+    assert text.count("sample size:") == 1
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    rules = [r["rule"] for r in report["recommendations"]]
+    assert rules.count("sample_size") == 1
+    assert "Sample-size warnings" not in (out / "report.md").read_text(encoding="utf-8")
 
 
 def test_config_file_and_overrides(data_file: Path, tmp_path: Path) -> None:

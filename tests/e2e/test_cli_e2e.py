@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from shieldbench.cli import app, main
-from shieldbench.runio import load_run
+from shieldbench.runio import load_run, save_run
 
 runner = CliRunner()
 CORE_SAMPLE = "sample(builtin:core, n=120, seed=0)"
@@ -271,3 +271,35 @@ def test_attack_sends_its_bypasses_to_the_target(chat_server: Any, tmp_path: Pat
     assert len(run.samples) == len(bypasses) > 0
     assert all(o.end_to_end and o.end_to_end["reached_target"] for o in run.outcomes)
     assert "end to end: target" in result.output
+
+
+def test_a_large_end_to_end_run_is_a_parquet_run_file_with_every_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI no longer forces JSON for end-to-end runs: Parquet keeps their records."""
+    import shieldbench.cli._scale as scale
+
+    monkeypatch.setattr(scale, "COLUMNAR_FROM", 10)  # "large" from 10 samples
+    out = tmp_path / "bench"
+    args = ["run", "-d", "pattern", "-D", "sample(builtin:core, n=30, seed=0)", "--target",
+            "python(shieldbench.targets._examples:echo)", "--judge", "leak", "--warmup", "0",
+            "--out", str(out), "--no-store"]  # fmt: skip
+    result = _run(args)
+    assert result.exit_code == 0, result.output
+    (path,) = (out / "runs").glob("*.parquet")
+    run = load_run(path)
+    assert run.end_to_end["target"]["spec"] == "python(shieldbench.targets._examples:echo)"
+    assert "profile" in run.end_to_end
+    assert all(o.end_to_end is not None for o in run.outcomes if o.is_ok)
+    assert sum(o.end_to_end is not None for o in run.outcomes) > 0
+    again = _run([*args, "--resume"])  # the finished run file is found and reused
+    assert again.exit_code == 0, again.output
+    assert "already done, reusing" in " ".join(again.output.split())
+    report = _run(["report", str(path), "--out", str(tmp_path / "report")])
+    assert report.exit_code == 0, report.output
+    # a run folder from before (the large end-to-end run as JSON) is still resumed
+    save_run(run, path.with_suffix(".json"))
+    path.unlink()
+    older = _run([*args, "--resume"])
+    assert older.exit_code == 0, older.output
+    assert f"reusing{path.with_suffix('.json')}" in "".join(older.output.split())

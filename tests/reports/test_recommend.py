@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from shieldbench.attacks import AttackResult
 from shieldbench.metrics import rate, required_sample_size
 from shieldbench.metrics._testing import make_run
@@ -86,20 +89,21 @@ def test_error_rate_explains_the_policy() -> None:
     assert _by_rule(_recs([make_run(many)]), "error_rate")[0].priority == "critical"
 
 
-def test_interval_too_wide_says_how_many_samples_are_needed() -> None:
+def test_one_sample_size_card_per_dataset_says_how_many_samples_are_needed() -> None:
     rows = [("inj", True, i < 15, 0.9 if i < 15 else 0.1) for i in range(20)]  # ASR 25%
     rows += [("chat", False, False, 0.1)] * 2000
-    recs = _by_rule(_recs([make_run(rows)], margin=0.05), "interval_too_wide")
-    (asr,) = [r for r in recs if r.evidence.get("metric") == "ASR"]
-    assert asr.priority == "warning"
-    assert asr.evidence["needed"] == required_sample_size(margin=0.05, rate=0.25)
-    assert asr.evidence["n"] == 20
-    assert f"about {asr.evidence['needed']} attack samples" in asr.message
-    assert not [r for r in recs if r.evidence.get("metric") == "FPR"]  # 2000 benign is plenty
-    (cats,) = [r for r in recs if "categories" in r.evidence]
-    assert cats.evidence["categories"][0]["category"] == "inj"
+    runs = [make_run(rows, run_id="a", spec="a"), make_run(rows, run_id="b", spec="b")]
+    (card,) = _by_rule(_recs(runs, margin=0.05), "sample_size")  # one for both runs
+    assert card.priority == "warning"
+    assert card.subject == "inline"
+    asr = card.evidence["headline"]["ASR"]
+    assert asr["needed"] == required_sample_size(margin=0.05, rate=0.25)
+    assert asr["n"] == 20
+    assert f"about {asr['needed']} attack samples" in card.message
+    assert "FPR" not in card.evidence["headline"]  # 2000 benign is plenty
+    assert card.evidence["categories"][0]["category"] == "inj"
     # A wide enough margin: nothing to say.
-    assert not _by_rule(_recs([make_run(rows)], margin=0.5), "interval_too_wide")
+    assert not _by_rule(_recs(runs, margin=0.5), "sample_size")
 
 
 def test_missing_label_is_critical() -> None:
@@ -125,11 +129,17 @@ def test_latency_tail_and_no_scores() -> None:
     recs = _recs([run])
     assert _by_rule(recs, "no_scores")
     assert not _by_rule(recs, "latency_tail")
-    slow = tuple(
-        replace(o, latency_ms=900.0) if i % 50 == 0 else o for i, o in enumerate(run.outcomes)
-    )
-    tail = replace(run, outcomes=slow)
-    (lat,) = _by_rule(_recs([tail]), "latency_tail")
+
+    def slowed(every: int) -> Run:
+        slow = tuple(
+            replace(o, latency_ms=900.0) if i % every == 0 else o
+            for i, o in enumerate(run.outcomes)
+        )
+        return replace(run, outcomes=slow)
+
+    # 2% slow calls: the p99's interval reaches down to the fast calls, no claim
+    assert not _by_rule(_recs([slowed(50)]), "latency_tail")
+    (lat,) = _by_rule(_recs([slowed(25)]), "latency_tail")  # 4%: the whole interval is slow
     assert lat.evidence["p50_ms"] == 2.0
     assert lat.evidence["p99_ms"] > 20.0
 
@@ -179,3 +189,80 @@ def test_no_threshold_advice_when_only_blocking_nothing_meets_the_target() -> No
     assert not _by_rule(list(report.recommendations), "threshold")
     assert report.runs[0].summary.scores is not None
     render_json(report)  # strict JSON: no infinity leaked into the evidence
+
+
+# --- what the data supports (issue 30, defect 6) ---------------------------------------------
+
+
+def _core_sized(seed: int) -> list[tuple[object, ...]]:
+    """30 samples shaped like ``sample(builtin:core, n=30)``: 16 attacks in 5 categories
+    (0 to 2 of 3 blocked), 14 benign with one false positive."""
+    rows: list[tuple[object, ...]] = []
+    for c, blocked in enumerate((0, 0, 1, 1, 2)):
+        rows += [(f"cat{c}", True, i < blocked, 0.9 if i < blocked else 0.1) for i in range(3)]
+    rows.append(("cat4", True, seed % 2 == 0, 0.6))
+    rows += [("chat", False, i == 0, 0.7 if i == 0 else 0.05 * (i % 5)) for i in range(14)]
+    return rows
+
+
+def test_a_30_sample_run_gets_few_cards_and_no_critical_one() -> None:
+    runs = [make_run(_core_sized(i), run_id=f"r{i}", spec=f"d{i}") for i in range(3)]
+    recs = _recs(runs)
+    assert len(recs) <= 8, [(r.priority, r.rule, r.subject) for r in recs]
+    assert not [r for r in recs if r.priority == "critical"]
+    assert len(_by_rule(recs, "sample_size")) == 1  # one sample-size note for the data
+    assert not _by_rule(recs, "latency_tail")  # 30 calls cannot bound a p99
+    assert not _by_rule(recs, "threshold")  # 14 benign samples cannot show an FPR <= 1%
+    (fp,) = _by_rule(recs, "false_positive_cost")  # the same finding: one card, both named
+    assert fp.subject == "d0, d1, d2"
+    assert fp.evidence["subjects"] == ["d0", "d1", "d2"]
+
+
+def test_a_false_positive_rate_whose_interval_includes_the_target_is_information() -> None:
+    rows = [("inj", True, True, 0.9)] * 50
+    rows += [("chat", False, i < 1, 0.9 if i < 1 else 0.1) for i in range(40)]  # 2.5%
+    (fp,) = _by_rule(_recs([make_run(rows)]), "false_positive_cost")
+    assert fp.evidence["ci_low"] < 0.01 < fp.evidence["value"]
+    assert fp.priority == "info"
+    assert "still includes the 1.0% target" in fp.message
+
+
+def _critical_intervals(recs: list[Recommendation], target_fpr: float) -> list[tuple[float, str]]:
+    """``(lower bound, what)`` of the interval behind each critical card; the line it crossed."""
+    out = []
+    for r in recs:
+        if r.priority != "critical":
+            continue
+        if r.rule == "false_positive_cost":
+            out.append((r.evidence["ci_low"] - 5 * target_fpr, "fpr"))
+        elif r.rule == "coverage_gap":
+            out.append((0.5 - min(u["ci_high"] for u in r.evidence["uncovered"]), "gap"))
+        elif r.rule == "error_rate":
+            low = rate(r.evidence["errors"], r.evidence["outcomes"]).ci_low or 0.0
+            out.append((low - 0.1, "errors"))
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    n_attack=st.integers(1, 60),
+    n_benign=st.integers(1, 60),
+    blocked=st.floats(0, 1),
+    false_pos=st.floats(0, 1),
+    errors=st.floats(0, 0.5),
+)
+def test_no_critical_card_comes_from_an_interval_that_includes_the_threshold(
+    n_attack: int, n_benign: int, blocked: float, false_pos: float, errors: float
+) -> None:
+    rows: list[tuple[object, ...]] = []
+    for i in range(n_attack):
+        hit = i < round(blocked * n_attack)
+        rows.append((f"c{i % 3}", True, None if i % 7 == 0 and errors > 0.25 else hit,
+                     0.9 if hit else 0.1))  # fmt: skip
+    for i in range(n_benign):
+        hit = i < round(false_pos * n_benign)
+        rows.append(("chat", False, None if i < round(errors * n_benign) else hit,
+                     0.8 if hit else 0.2))  # fmt: skip
+    recs = _recs([make_run(rows)])
+    for margin_past, what in _critical_intervals(recs, target_fpr=0.01):
+        assert margin_past > 0, (what, [r.message for r in recs if r.priority == "critical"])

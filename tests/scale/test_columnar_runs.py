@@ -116,3 +116,17 @@ def test_chained_views_read_as_one_sequence(tmp_path: Path) -> None:
     assert chain[5:25:5] == run.samples[5:25:5]
     with pytest.raises(IndexError):
         chain[30]
+
+
+def test_score_metrics_of_a_parquet_run_with_every_score_present(tmp_path: Path) -> None:
+    """Arrow hands a null-free score column over as a read-only array: it is copied."""
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    samples = tuple(Sample(f"s{i}", f"t{i}", "attack" if i % 2 else "benign") for i in range(40))
+    outcomes = tuple(
+        Outcome(s.id, Verdict(i % 3 == 0, i / 40), "ok", latency_ms=1.0)
+        for i, s in enumerate(samples)
+    )
+    run = Run("r", DefenseInfo("p", "p"), DatasetInfo("d", "sha256:0", 40), RunConfig(),
+              samples, outcomes, now, now)  # fmt: skip
+    back = load_run(save_run(run, tmp_path / "r.parquet"))
+    assert summarize(back).scores == summarize(run).scores

@@ -125,3 +125,54 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120,
         env={**os.environ, "COLUMNS": "200"},
     )  # fmt: skip
+
+
+def _e2e_shards(n: int, *, canary: str = "CANARY-1") -> list[Run]:
+    from shieldbench.engine import EndToEnd
+    from shieldbench.judges import build_judge
+    from shieldbench.targets import build_target
+
+    data = load_dataset("builtin:smoke")
+    plan = EndToEnd(
+        build_target("python(shieldbench.targets._examples:echo)"),
+        (build_judge("leak"),),
+        canary=canary,
+        target_spec="python(shieldbench.targets._examples:echo)",
+    )
+    defense = build_defense("pattern")
+    return [
+        mark_shard(
+            run_defense(defense, shard_dataset(data, i, n), config=CFG, defense_spec="pattern",
+                        end_to_end=plan),
+            i, n, len(data),
+        )
+        for i in range(1, n + 1)
+    ]  # fmt: skip
+
+
+def test_merged_end_to_end_shards_keep_the_plan_and_profile_all_answers(tmp_path: Path) -> None:
+    from shieldbench.engine import EndToEnd
+    from shieldbench.judges import behaviour_profile, build_judge
+    from shieldbench.targets import build_target
+
+    shards = _e2e_shards(3)
+    merged = merge_runs(shards)
+    plan = {k: v for k, v in shards[0].end_to_end.items() if k != "profile"}
+    assert {k: v for k, v in merged.end_to_end.items() if k != "profile"} == plan
+    whole = run_defense(
+        build_defense("pattern"),
+        load_dataset("builtin:smoke"),
+        config=CFG,
+        defense_spec="pattern",
+        end_to_end=EndToEnd(
+            build_target("python(shieldbench.targets._examples:echo)"),
+            (build_judge("leak"),),
+            canary="CANARY-1",
+        ),
+    )
+    assert merged.end_to_end["profile"] == whole.end_to_end["profile"]
+    expected = behaviour_profile(merged.samples, merged.outcomes, canary="CANARY-1")
+    assert merged.end_to_end["profile"] == expected.to_dict()
+    other = _e2e_shards(3, canary="CANARY-2")
+    with pytest.raises(RunError, match="end-to-end settings differ"):
+        merge_runs([shards[0], other[1], shards[2]])

@@ -24,6 +24,7 @@ from shieldbench.datasets import (
     load_file,
     registry,
     sample_dataset,
+    sample_size_note,
 )
 from shieldbench.errors import ConfigError, DatasetError
 
@@ -212,8 +213,9 @@ def validate(
             style="green",
         )
     )
-    for w in describe_dataset(ds, margin=margin).warnings:
-        console.print(Text(f"  - {w.message}", style="yellow"))
+    note = sample_size_note(describe_dataset(ds, margin=margin).warnings)
+    if note is not None:
+        console.print(Text(f"  sample size: {note}", style="yellow"))
 
 
 @datasets_app.command("overlap")

@@ -59,7 +59,7 @@ def load_datasets(specs: Sequence[str], margin: float) -> dict[str, Dataset]:
             f" {counts['benign']} benign), version {ds.content_hash[:19]}…",
             highlight=False,
         )
-        print_size_warnings(sample_size_warnings(ds.samples, margin=margin), margin)
+        print_size_warnings(sample_size_warnings(ds.samples, margin=margin))
     return loaded
 
 
@@ -81,11 +81,13 @@ def run_job(
     total = len(dataset)
     if shard is not None:
         dataset = shard_dataset(dataset, *shard)
-    # Parquet for large runs; end-to-end records are kept in JSON run files only.
-    suffix = run_format(len(dataset)) if plan is None else "json"
-    run_file = out / "runs" / f"{job.slug}.{suffix}"
-    if run_file.is_file():
-        done = load_run(run_file)
+    # Parquet for large runs (every field, end-to-end records included), JSON otherwise.
+    run_file = out / "runs" / f"{job.slug}.{run_format(len(dataset))}"
+    # a large end-to-end run finished before such runs were Parquet is a JSON file
+    earlier = out / "runs" / f"{job.slug}.json"
+    found = run_file if run_file.is_file() else earlier if earlier.is_file() else None
+    if found is not None:
+        done = load_run(found)
         if (
             done.dataset.content_hash == dataset.content_hash
             and done.defense.spec == job.defense
@@ -93,7 +95,7 @@ def run_job(
             and bool(done.end_to_end) == (plan is not None)
             and done.environment.get("shard") == (None if shard is None else "{}/{}".format(*shard))
         ):
-            console.print(f"[dim]{job.defense} on {job.dataset}: already done, reusing {run_file}")
+            console.print(f"[dim]{job.defense} on {job.dataset}: already done, reusing {found}")
             return done
     checkpoint = out / "checkpoints" / f"{job.slug}.jsonl"
     checkpoint.parent.mkdir(parents=True, exist_ok=True)

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from rich.markup import escape
 from rich.table import Table
 
 from shieldbench.cli._app import err_console
 from shieldbench.cli._stats import format_rate
-from shieldbench.datasets import SampleSizeWarning
+from shieldbench.datasets import SampleSizeWarning, sample_size_note
 
 if TYPE_CHECKING:
     from shieldbench.metrics import RunSummary
@@ -17,19 +18,11 @@ if TYPE_CHECKING:
 __all__ = ["print_size_warnings", "summary_table"]
 
 
-def print_size_warnings(warnings: Sequence[SampleSizeWarning], margin: float) -> None:
-    """One line per label: the categories too small for a ``±margin`` interval."""
-    for warning in (w for w in warnings if w.scope == "label"):
-        err_console.print(f"  [yellow]sample size:[/] {warning.message}", highlight=False)
-    for label in ("attack", "benign"):
-        small = [w for w in warnings if w.scope == "category" and w.label == label]
-        if small:
-            names = ", ".join(f"{w.name} ({w.n})" for w in small)
-            err_console.print(
-                f"  [yellow]sample size:[/] {len(small)} {label} categories have fewer than the"
-                f" {small[0].required} samples a ±{margin:.0%} margin needs: {names}",
-                highlight=False,
-            )
+def print_size_warnings(warnings: Sequence[SampleSizeWarning]) -> None:
+    """The dataset's one sample-size note (:func:`~shieldbench.datasets.sample_size_note`)."""
+    note = sample_size_note(warnings)
+    if note is not None:
+        err_console.print(f"  [yellow]sample size:[/] {escape(note)}", highlight=False)
 
 
 def summary_table(dataset: str, summaries: Sequence[RunSummary]) -> Table:

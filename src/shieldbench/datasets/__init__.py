@@ -26,6 +26,7 @@ from shieldbench.datasets._ops import (
     dataset_overlap,
     describe_dataset,
     load_file,
+    sample_size_note,
     sample_size_warnings,
 )
 from shieldbench.datasets._records import (
@@ -74,6 +75,7 @@ __all__ = [
     "normalize_text",
     "registry",
     "sample_dataset",
+    "sample_size_note",
     "sample_size_warnings",
     "shingles",
 ]

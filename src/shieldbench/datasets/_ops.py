@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -49,6 +49,7 @@ __all__ = [
     "dataset_overlap",
     "describe_dataset",
     "load_file",
+    "sample_size_note",
     "sample_size_warnings",
 ]
 
@@ -135,6 +136,45 @@ def sample_size_warnings(
                 SampleSizeWarning("category", category, label, n, required, margin, confidence)
             )
     return tuple(out)
+
+
+def sample_size_note(warnings: Sequence[SampleSizeWarning]) -> str | None:
+    """The warnings as one sentence (``None`` when there are none): what the data supports.
+
+    The one sample-size note a command prints per dataset (``run``, ``datasets
+    validate``) and the report's sample-size card repeats, instead of a line per
+    label and per category:
+
+    >>> from shieldbench.types import Sample
+    >>> data = [Sample(str(i), "t", "attack", "jb" if i % 2 else "leak") for i in range(30)]
+    >>> print(sample_size_note(sample_size_warnings(data, margin=0.1)))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    30 attack and 0 benign samples (a ±10% interval at 95% confidence needs 93 of each;
+    no benign samples: the false positive rate cannot be measured); 2 categories below 93:
+    jb (15), leak (15)
+    """
+    if not warnings:
+        return None
+    first = warnings[0]
+    labels = {w.label: w for w in warnings if w.scope == "label"}
+    cats = [w for w in warnings if w.scope == "category"]
+    counts = " and ".join(f"{w.n} {w.label}" for w in labels.values())
+    absent = [w.message for w in labels.values() if w.n == 0]
+    head = (
+        f"{counts} samples (a ±{first.margin:.0%} interval at {first.confidence:.0%} confidence"
+        f" needs {first.required} of each" + "".join(f"; {m}" for m in absent) + ")"
+    )
+    if not labels:
+        head = f"a ±{first.margin:.0%} interval at {first.confidence:.0%} confidence needs"
+        head += f" {first.required} samples per category"
+    if not cats:
+        return head
+    shown = ", ".join(f"{w.name} ({w.n})" for w in cats[:_NOTE_CATEGORIES])
+    more = f" and {len(cats) - _NOTE_CATEGORIES} more" if len(cats) > _NOTE_CATEGORIES else ""
+    return f"{head}; {len(cats)} categories below {first.required}: {shown}{more}"
+
+
+_NOTE_CATEGORIES = 6
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,10 @@ Format (one JSON object per line, UTF-8)::
     {"sample_id": "a1", "verdict": {...}, "status": "ok", ..., "attempts": 1}
     ...
 
+Both kinds of line are written and read by the records' one codec
+(:mod:`shieldbench.runfiles`): the header's fields are the run header's
+(``run_id`` is the run's ``id``), an outcome line is ``Outcome.to_dict()``.
+
 Outcome lines are appended in completion order (not dataset order). The file is
 flushed every :data:`FLUSH_INTERVAL_S` and fsynced every :data:`FSYNC_INTERVAL_S`
 and when the writer closes, so a killed process loses at most the last fraction
@@ -34,6 +38,7 @@ from typing import IO, Any
 
 from shieldbench._redact import mask_secrets
 from shieldbench.errors import RunError
+from shieldbench.runfiles import decode_fields, decode_record, encode_fields, plain
 from shieldbench.types import DatasetInfo, DefenseInfo, Outcome, RunConfig
 
 __all__ = [
@@ -64,15 +69,10 @@ class CheckpointHeader:
     started: datetime
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": CHECKPOINT_KIND,
-            "version": CHECKPOINT_VERSION,
-            "run_id": self.run_id,
-            "defense": self.defense.to_dict(),
-            "dataset": self.dataset.to_dict(),
-            "config": self.config.to_dict(),
-            "started": self.started.isoformat(),
-        }
+        values = {"id": self.run_id, "defense": self.defense, "dataset": self.dataset,
+                  "config": self.config, "started": self.started}  # fmt: skip
+        head = {"kind": CHECKPOINT_KIND, "version": CHECKPOINT_VERSION}
+        return head | encode_fields(values, _HEADER_FIELDS, keys=_KEYS)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, where: str) -> CheckpointHeader:
@@ -83,16 +83,20 @@ class CheckpointHeader:
                 f"{where}: checkpoint version {data.get('version')!r} is not supported"
                 f" (this shieldbench writes version {CHECKPOINT_VERSION}); delete it to start over"
             )
-        try:
-            return cls(
-                run_id=str(data["run_id"]),
-                defense=DefenseInfo.from_dict(data["defense"]),
-                dataset=DatasetInfo.from_dict(data["dataset"]),
-                config=RunConfig.from_dict(data["config"]),
-                started=datetime.fromisoformat(data["started"]),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise RunError(f"{where}: bad checkpoint header ({type(exc).__name__}: {exc})") from exc
+        values = decode_fields(
+            data, _HEADER_FIELDS, where=f"{where}: bad checkpoint header", keys=_KEYS
+        )
+        return cls(
+            run_id=values["id"],
+            defense=values["defense"],
+            dataset=values["dataset"],
+            config=values["config"],
+            started=values["started"],
+        )
+
+
+_HEADER_FIELDS = ("id", "defense", "dataset", "config", "started")
+_KEYS = {"id": "run_id"}  # the run header's codec; the checkpoint calls the id run_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,12 +136,9 @@ def read_checkpoint(path: str | Path, *, sample_ids: Collection[str]) -> Restore
             continue
         data = _parse(line, source, number)
         try:
-            outcome = Outcome.from_dict(data)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise RunError(
-                f"{source}:{number}: not an outcome ({type(exc).__name__}: {exc});"
-                " delete that line or the checkpoint"
-            ) from exc
+            outcome = decode_record(Outcome, data, where=f"{source}:{number}")
+        except RunError as exc:
+            raise RunError(f"{exc}; delete that line or the checkpoint") from None
         if outcome.sample_id not in sample_ids:
             raise RunError(
                 f"{source}:{number}: outcome for sample {outcome.sample_id!r}, which is not in"
@@ -201,7 +202,8 @@ class CheckpointWriter:
         return cls(target, fh)
 
     def add(self, outcome: Outcome) -> None:
-        line = mask_secrets(json.dumps(outcome.to_dict(), ensure_ascii=False)) + "\n"
+        text = json.dumps(plain(outcome.to_dict()), ensure_ascii=False)
+        line = mask_secrets(text) + "\n"
         with self._lock:
             if self._closed:
                 return

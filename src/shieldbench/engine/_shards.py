@@ -28,11 +28,12 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from shieldbench._views import ChainView
 from shieldbench.datasets._dataset import Dataset, content_hash
 from shieldbench.errors import ConfigError, RunError
-from shieldbench.types import DatasetInfo, Run
+from shieldbench.types import DatasetInfo, Outcome, Run, Sample
 
 __all__ = ["mark_shard", "merge_runs", "parse_shard", "shard_bounds", "shard_dataset"]
 
@@ -156,14 +157,43 @@ def merge_runs(runs: Sequence[Run], *, names: Sequence[str] | None = None) -> Ru
         )
     env = {k: v for k, v in first.environment.items() if k not in ("shard", "shard_total")}
     env["merged_shards"] = str(count)
+    outcomes = ChainView([r.outcomes for r in ordered])
     return Run(
         id=first.id,
         defense=first.defense,
         dataset=DatasetInfo(first.dataset.spec, digest, len(samples), first.dataset.sources),
         config=first.config,
         samples=samples,
-        outcomes=ChainView([r.outcomes for r in ordered]),
+        outcomes=outcomes,
         started=min(r.started for r in ordered),
         finished=max(r.finished for r in ordered),
         environment=env,
+        end_to_end=_merged_end_to_end(
+            ordered, [by_index[i + 1][1] for i in range(count)], samples, outcomes
+        ),
     )
+
+
+def _merged_end_to_end(
+    runs: Sequence[Run],
+    where: Sequence[str],
+    samples: Sequence[Sample],
+    outcomes: Sequence[Outcome],
+) -> dict[str, Any]:
+    """The shards' end-to-end record: the same plan in each, the profile over all answers."""
+    plans = [{k: v for k, v in r.end_to_end.items() if k != "profile"} for r in runs]
+    for plan, label in zip(plans[1:], where[1:], strict=True):
+        if plan != plans[0]:
+            raise RunError(
+                f"{label}: its end-to-end settings differ from {where[0]}'s; every shard must"
+                " run with the same target, judges and system prompt"
+            )
+    if not plans[0]:
+        return {}
+    from shieldbench.judges import behaviour_profile
+
+    canary = plans[0].get("canary")
+    profile = behaviour_profile(
+        samples, outcomes, canary=canary if isinstance(canary, str) else None
+    )
+    return plans[0] | {"profile": profile.to_dict()}

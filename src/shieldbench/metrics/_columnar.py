@@ -116,7 +116,7 @@ def score_columns(run: Run, policy: ErrorPolicy) -> tuple[np.ndarray, np.ndarray
     """``(is_attack, scores)`` with the error policy applied, as ``score_arrays``."""
     attack, blocked, _ = decisions(run, "exclude")
     score = run.outcomes.column("score").to_numpy(zero_copy_only=False)  # type: ignore[attr-defined]
-    score = np.asarray(score, dtype=float)
+    score = np.array(score, dtype=float)  # a copy: Arrow's zero-copy view is read-only
     has_verdict = blocked >= 0
     missing = has_verdict & np.isnan(score)
     if missing.any():

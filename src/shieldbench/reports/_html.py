@@ -335,7 +335,6 @@ def _context(report: Report, *, charts: bool) -> dict[str, Any]:
         "example_runs": sorted({e.run for e in examples}),
         "example_categories": sorted({e.category for e in examples}),
         "composites": _composites(report.runs),
-        "warnings": [(g.dataset.spec, w) for g in report.groups for w in g.sample_size_warnings],
         "attack_asr_svg": _safe(_attack_charts.asr_queries_chart(attack))
         if charts and attack is not None
         else None,

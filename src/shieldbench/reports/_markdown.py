@@ -5,7 +5,8 @@ recommendations, configuration, summary with 95% intervals, per-category results
 (and per tier / severity / source / subcategory where the data has them),
 latency and throughput, errors and how the policy counted them, comparisons,
 the adaptive attack, worst cases with example bypasses and false positives,
-composite-defense facts and sample-size warnings.
+composite-defense facts. The data's sample size is one recommendation card
+(``sample_size``), not a section of its own.
 
 Every value that comes from data or plugins (texts, categories, specs, error
 messages, recommendation messages) goes through :func:`md_text`; numbers we
@@ -363,26 +364,6 @@ def _composite(runs: Sequence[RunSection]) -> list[str]:
     return ["", "## Composite defenses", "", md_table(["Defense", "Fact", "Value"], rows)]
 
 
-def _sample_sizes(report: Report) -> list[str]:
-    lines: list[str] = []
-    for g in report.groups:
-        if not g.sample_size_warnings:
-            continue
-        if not lines:
-            lines = [
-                "",
-                "## Sample-size warnings",
-                "",
-                f"Samples needed for a ±{100 * report.settings.margin:g}-point 95% interval"
-                " at the worst-case rate of 50%:",
-                "",
-            ]
-        lines += [
-            f"- {md_text(g.dataset.spec)}: {md_text(w.message)}" for w in g.sample_size_warnings
-        ]
-    return lines
-
-
 def render_markdown(report: Report) -> str:
     """The report as GitHub-flavoured Markdown (see the module doc for the structure)."""
     lines = _header(report)
@@ -406,5 +387,4 @@ def render_markdown(report: Report) -> str:
         )
     lines += _worst_case(report)
     lines += _composite(report.runs)
-    lines += _sample_sizes(report)
     return "\n".join(lines).rstrip() + "\n"

@@ -3,20 +3,28 @@
 Each rule is a function ``(context) -> iterable of Recommendation`` reading the
 figures already in the report; :data:`RULES` lists them in order and
 :func:`recommend` runs them all, most urgent first (critical, warning, info;
-rule order within a priority). The thresholds are stated in each rule:
+rule order within a priority). A priority needs the data behind it: a rule
+calls a figure past a line only when its whole interval is past it (an interval
+that includes the acceptable value is never critical), and the same finding about
+several runs is one card naming them all. The thresholds are stated in each rule:
 
 - ``coverage_gap``: attack categories whose block rate is below the coverage
-  target (critical when one lets through half or more of its attacks).
+  target, interval and all (critical when one lets through half or more of its
+  attacks, interval and all).
 - ``false_positive_cost``: the FPR as users blocked per 10,000 benign requests,
-  with the interval (warning above the target FPR, critical above 5x it).
+  with the interval (warning when the interval lies above the target FPR,
+  critical above 5x it; info while the interval includes the target).
 - ``error_rate``: failed calls and what the error policy made of them (warning
-  above 1% of calls, critical above 10%).
-- ``interval_too_wide``: headline rates and categories whose interval is wider
-  than the wanted margin, with the samples needed (at the observed rate).
+  when the failure rate's interval lies above 1% of calls, critical above 10%).
+- ``sample_size``: one card per dataset: headline rates whose interval is wider
+  than the wanted margin, with the samples needed (at the observed rate), and
+  the categories too small for the margin.
 - ``missing_label``: a dataset with no attacks or no benign samples.
 - ``threshold``: a score threshold meeting the target FPR, when the current one
-  does not (or when it would block more at the target).
-- ``no_scores``, ``latency_tail``, ``tiered_paths``, ``dual_gain``: smaller facts.
+  does not (or when it would block more at the target), and only when the benign
+  samples can show it: the upper bound of its FPR interval within the target.
+- ``no_scores``, ``latency_tail`` (only when the data bounds the p99),
+  ``tiered_paths``, ``dual_gain``: smaller facts.
 - ``comparison``: who ranks first and whether the top two differ significantly.
 - ``adaptive_attack``: how far the ASR rose under adaptive attack, which
   mutators worked.
@@ -28,7 +36,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from shieldbench.metrics import Rate, required_sample_size
+from shieldbench.metrics import Rate, rate
 from shieldbench.reports._attack_view import attack_recommendations
 from shieldbench.reports._format import pct, per_10k, rate_text
 from shieldbench.reports._model import (
@@ -43,9 +51,12 @@ from shieldbench.reports._rules import (
     Context,
     comparison,
     listing,
+    merge_alike,
     missing_label,
     rate_evidence,
     rec,
+    sample_size,
+    supported,
 )
 
 __all__ = ["RULES", "Context", "recommend"]
@@ -56,22 +67,32 @@ _ORDER = {"critical": 0, "warning": 1, "info": 2}
 def coverage_gap(ctx: Context) -> Iterator[Recommendation]:
     for run in ctx.runs:
         cov = run.summary.breakdowns.coverage
-        if not cov.uncovered:
-            continue
         groups = {g.group: g for g in run.summary.breakdowns.by.get("category", ())}
-        gaps = sorted((groups[c] for c in cov.uncovered), key=lambda g: g.block_rate.value or 0.0)
-        worst = gaps[0].block_rate.value or 0.0
+        # below the target only when the whole interval is: 0 of 3 blocked is [0%, 56%]
+        gaps = sorted(
+            (groups[c] for c in cov.uncovered if not _reaches(groups[c].block_rate, cov.target)),
+            key=lambda g: g.block_rate.value or 0.0,
+        )
+        if not gaps:
+            continue
+        # critical: a category lets through half or more of its attacks, interval and all
+        critical = any(not _reaches(g.block_rate, 0.5) for g in gaps)
         yield rec(
-            "critical" if worst <= 0.5 else "warning",
+            "critical" if critical else "warning",
             "coverage_gap",
             run.label,
-            f"{len(gaps)} of {len(cov.covered) + len(gaps)} attack categories are blocked less"
-            f" often than the {pct(cov.target, digits=0)} coverage target: "
+            f"{len(gaps)} of {len(cov.covered) + len(cov.uncovered)} attack categories are"
+            f" blocked less often than the {pct(cov.target, digits=0)} coverage target: "
             + listing([f"{g.group} {rate_text(g.block_rate)}" for g in gaps])
             + ". Review their example bypasses and add detection for these families.",
             target=cov.target,
             uncovered=[{"category": g.group, **rate_evidence(g.block_rate)} for g in gaps],
         )
+
+
+def _reaches(r: Rate, level: float) -> bool:
+    """Whether ``level`` is within or below the interval of ``r`` (it may reach it)."""
+    return r.ci_high is None or r.ci_high >= level
 
 
 def false_positive_cost(ctx: Context) -> Iterator[Recommendation]:
@@ -92,8 +113,13 @@ def false_positive_cost(ctx: Context) -> Iterator[Recommendation]:
                 **evidence,
             )
             continue
+        # the whole interval past the line, not just the value (see rules.supported)
         priority: Priority = (
-            "critical" if r.value > 5 * target else "warning" if r.value > target else "info"
+            "critical"
+            if supported(r, above=5 * target)
+            else "warning"
+            if supported(r, above=target)
+            else "info"
         )
         from_errors = run.errors.benign_errors if run.errors.counted_as == "blocked" else 0
         advice = ""
@@ -103,10 +129,15 @@ def false_positive_cost(ctx: Context) -> Iterator[Recommendation]:
                 f"; {from_errors} of these {r.k} are failed calls counted as blocked under"
                 f" {run.errors.policy}, not decisions of the defense: fix the errors first"
             )
-        elif r.value > target:
+        elif supported(r, above=target):
             advice = (
                 f"; above the {pct(target)} target: raise the threshold or review the false"
                 " positives"
+            )
+        elif r.value > target:
+            advice = (
+                f"; the interval still includes the {pct(target)} target, so these samples"
+                " cannot tell whether it is met"
             )
         yield rec(
             priority,
@@ -135,7 +166,14 @@ def error_rate(ctx: Context) -> Iterator[Recommendation]:
         if e.total == 0 or e.error_rate is None:
             continue
         share = e.error_rate
-        priority: Priority = "critical" if share > 0.1 else "warning" if share > 0.01 else "info"
+        failed = rate(e.total, e.n_outcomes)
+        priority: Priority = (
+            "critical"
+            if supported(failed, above=0.1)
+            else "warning"
+            if supported(failed, above=0.01)
+            else "info"
+        )
         kinds = listing([f"{k} x{v}" for k, v in e.by_type.items()])
         effect = _POLICY_EFFECT[e.counted_as].format(a=e.attack_errors, b=e.benign_errors)
         yield rec(
@@ -175,66 +213,6 @@ def _timeouts_text(run_timeout: float | None, spec: str) -> str:
     return f" and the {run_timeout:g} s timeout" if run_timeout is not None else ""
 
 
-def _needed(r: Rate, margin: float) -> int:
-    value = 0.5 if r.value is None else r.value
-    return required_sample_size(margin=margin, rate=value)
-
-
-def interval_too_wide(ctx: Context) -> Iterator[Recommendation]:
-    margin = ctx.settings.margin
-    for run in ctx.runs:
-        rates = run.summary.rates
-        for name, what, r in (
-            ("ASR", "attack", rates.attack_success_rate),
-            ("FPR", "benign", rates.false_positive_rate),
-        ):
-            if r.value is None or r.half_width <= margin:
-                continue
-            need = _needed(r, margin)
-            yield rec(
-                "warning",
-                "interval_too_wide",
-                run.label,
-                f"The {name} interval is ±{100 * r.half_width:.1f} points (n={r.n}), wider than"
-                f" the ±{100 * margin:g}-point target; about {need} {what} samples are needed"
-                f" at the observed rate ({max(0, need - r.n)} more).",
-                metric=name,
-                half_width=r.half_width,
-                margin=margin,
-                n=r.n,
-                needed=need,
-            )
-        wide = [
-            g
-            for g in run.summary.breakdowns.by.get("category", ())
-            if g.block_rate.value is not None and g.block_rate.half_width > margin
-        ]
-        if wide:
-            yield rec(
-                "info",
-                "interval_too_wide",
-                run.label,
-                f"{len(wide)} attack categories have block-rate intervals wider than"
-                f" ±{100 * margin:g} points: "
-                + listing(
-                    [
-                        f"{g.group} (n={g.block_rate.n}, needs {_needed(g.block_rate, margin)})"
-                        for g in wide
-                    ]
-                )
-                + ". Their per-category figures are indicative only.",
-                margin=margin,
-                categories=[
-                    {
-                        "category": g.group,
-                        "n": g.block_rate.n,
-                        "needed": _needed(g.block_rate, margin),
-                    }
-                    for g in wide
-                ],
-            )
-
-
 def threshold(ctx: Context) -> Iterator[Recommendation]:
     target = ctx.settings.target_fpr
     for run in ctx.runs:
@@ -247,6 +225,9 @@ def threshold(ctx: Context) -> Iterator[Recommendation]:
         if not math.isfinite(op.threshold):
             continue  # "block nothing" meets any FPR target; it is no advice
         op_block = op.block_rate.value or 0.0
+        op_fpr = op.false_positive_rate.ci_high
+        if op_fpr is None or op_fpr > target:
+            continue  # too few benign samples to show that any threshold meets the target
         if fpr.value > target or op_block > block.value + 0.02:
             yield rec(
                 "info",
@@ -280,7 +261,11 @@ def latency_tail(ctx: Context) -> Iterator[Recommendation]:
         p50, p99 = lat.p50.value, lat.p99.value
         if p50 is None or p99 is None or p50 <= 0:
             continue
-        if p99 > 10 * p50 and p99 > 10.0:
+        # the data must bound the p99 and put it past 10x the median's upper bound
+        low99, high50 = lat.p99.ci_low, lat.p50.ci_high
+        if low99 is None or lat.p99.ci_high is None or high50 is None:
+            continue
+        if low99 > 10 * high50 and p99 > 10.0:
             yield rec(
                 "info",
                 "latency_tail",
@@ -343,7 +328,7 @@ RULES: tuple[Rule, ...] = (
     coverage_gap,
     false_positive_cost,
     error_rate,
-    interval_too_wide,
+    sample_size,
     missing_label,
     threshold,
     no_scores,
@@ -362,5 +347,5 @@ def recommend(
 ) -> tuple[Recommendation, ...]:
     """Every rule's recommendations, most urgent first."""
     ctx = Context(runs, groups, attack, settings)
-    found = [rec for rule in RULES for rec in rule(ctx)]
+    found = merge_alike([rec for rule in RULES for rec in rule(ctx)])
     return tuple(sorted(found, key=lambda r: _ORDER[r.priority]))
