@@ -104,13 +104,13 @@ def _check_types(record: Any) -> None:
     ``"1"`` not a number and ``1`` not a string (in YAML, quotes make a string). A list
     given for a tuple field becomes a tuple (YAML has no tuples)."""
     for name, check in _checks(type(record)).items():
-        value = getattr(record, name)
+        given = value = getattr(record, name)
         if check.is_tuple and isinstance(value, list):
             value = tuple(value)
             object.__setattr__(record, name, value)
         if check.record is not None:
             if not isinstance(value, check.record):
-                raise ConfigError(f"{name} = {value!r}: must be a mapping of {name} keys")
+                raise ConfigError(f"{name} = {given!r}: must be a mapping of {name} keys")
             continue
         assert check.adapter is not None
         try:
@@ -118,7 +118,7 @@ def _check_types(record: Any) -> None:
         except ValidationError as exc:
             error = exc.errors()[0]
             how = _HOW.get(error["type"], "see the README's serve.yaml keys")
-            raise ConfigError(f"{name} = {value!r}: {error['msg'].lower()} ({how})") from None
+            raise ConfigError(f"{name} = {given!r}: {error['msg'].lower()} ({how})") from None
 
 
 def _require(record: Any, test: Callable[[Any], bool], rule: str, *names: str) -> None:
