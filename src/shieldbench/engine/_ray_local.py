@@ -57,7 +57,7 @@ def start_local_ray(**options: Any) -> Any:
     if given:
         raise ValueError(f"start_local_ray fixes {', '.join(given)}; do not pass them")
     ray = import_ray()
-    constants = importlib.import_module("ray._private.ray_constants")
+    constants: Any = importlib.import_module("ray._private.ray_constants")
     saved = constants.ENABLE_RAY_CLUSTER
     constants.ENABLE_RAY_CLUSTER = False  # single machine: keep the loopback node address
     try:

@@ -27,6 +27,7 @@
     api_keys_file: /etc/shieldbench/keys # one per line
     max_body_bytes: 1000000
     max_text_chars: 100000
+    header_timeout_s: 10.0          # a request's headers must arrive within this (slowloris)
     alerts: {min_recall: 0.8, max_fpr: 0.05, max_p95_ms: 250, max_error_rate: 0.01,
              window_s: 3600, every_s: 60, cooldown_s: 3600, webhook: https://hooks...}
 
@@ -82,7 +83,7 @@ class _Check:
 
 
 @functools.cache
-def _checks(cls: type[Any]) -> dict[str, _Check]:
+def _checks(cls: Any) -> dict[str, _Check]:
     """A strict validator per field of a config record, made from its annotation, so a
     key added to the record is type-checked without more code."""
     hints = typing.get_type_hints(cls)
@@ -103,7 +104,9 @@ def _check_types(record: Any) -> None:
     Strict, like the request models: no coercion, so ``"false"`` is not a boolean,
     ``"1"`` not a number and ``1`` not a string (in YAML, quotes make a string). A list
     given for a tuple field becomes a tuple (YAML has no tuples)."""
-    for name, check in _checks(type(record)).items():
+    kind: Any = type(record)
+    checks: dict[str, _Check] = _checks(kind)
+    for name, check in checks.items():
         given = value = getattr(record, name)
         if check.is_tuple and isinstance(value, list):
             value = tuple(value)
@@ -189,12 +192,13 @@ class ServeConfig:
     api_keys_file: str | None = None
     max_body_bytes: int = 1_000_000
     max_text_chars: int = 100_000
+    header_timeout_s: float = 10.0
     alerts: AlertThresholds = field(default_factory=AlertThresholds)
 
     def __post_init__(self) -> None:
         _check_types(self)
         positive = ("timeout_s", "warn_timeout_s", "dedup_window_s", "upstream_timeout_s")
-        _require(self, lambda v: v > 0, "> 0", *positive, "retention_days")
+        _require(self, lambda v: v > 0, "> 0", *positive, "retention_days", "header_timeout_s")
         at_least_one = ("max_body_bytes", "max_text_chars", "stream_window_chars")
         _require(self, lambda v: v >= 1, ">= 1", *at_least_one, "max_pending_warn")
         _require(self, lambda v: v >= 0, ">= 0 (seconds)", "journal_fsync_s")
@@ -248,7 +252,7 @@ def load_config(path: str | Path) -> ServeConfig:
             f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(_KEYS))}"
         )
     try:
-        values = {k: _alerts(v) if k == "alerts" else v for k, v in raw.items()}
+        values: dict[str, Any] = {k: _alerts(v) if k == "alerts" else v for k, v in raw.items()}
         return ServeConfig(**values)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
