@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shieldbench.service import MAX_JSON_DEPTH
-from shieldbench.service._gate import json_too_deep
+from shieldbench.service._gate import PUBLIC_PATHS, json_too_deep
 
 KEY = "edge-key-0d9c"
 AUTH = {"authorization": f"Bearer {KEY}"}
@@ -38,9 +38,7 @@ HEADER_TIMEOUT_S = 1.0
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     tmp = tmp_path_factory.mktemp("edges")
     config = tmp / "serve.yaml"
-    config.write_text(
-        f"defense: pattern\nheader_timeout_s: {HEADER_TIMEOUT_S}\n", encoding="utf-8"
-    )
+    config.write_text(f"defense: pattern\nheader_timeout_s: {HEADER_TIMEOUT_S}\n", encoding="utf-8")
     s = launch(tmp, "--config", str(config), env={"SHIELDBENCH_API_KEYS": KEY})
     yield s
     s.stop()
@@ -198,10 +196,13 @@ def test_every_route_but_the_probes_needs_the_key(server: Server) -> None:
         for page in ("/docs", "/redoc"):
             assert c.get(page, headers=AUTH).status_code == 200
         for path, methods in doc["paths"].items():
+            if path in PUBLIC_PATHS:
+                continue
             for method in methods:
                 answer = c.request(method.upper(), path, json={"text": "x"})
                 assert answer.status_code == 401, (method, path)
-        for probe in ("/healthz", "/readyz"):
+        assert sorted(PUBLIC_PATHS) == ["/healthz", "/readyz"]
+        for probe in PUBLIC_PATHS:
             assert c.get(probe).status_code == 200
 
 
@@ -233,7 +234,12 @@ def test_the_key_is_checked_before_the_body(server: Server, body: bytes, path: s
 @pytest.mark.parametrize("host", ["evil.example", "evil.example:443", "127.0.0.1"])
 @pytest.mark.parametrize(
     ("method", "path"),
-    [("POST", "/v1/check/"), ("POST", "/v1/check/batch/"), ("GET", "/v1/stats/"), ("GET", "/docs/")],
+    [
+        ("POST", "/v1/check/"),
+        ("POST", "/v1/check/batch/"),
+        ("GET", "/v1/stats/"),
+        ("GET", "/docs/"),
+    ],
 )
 def test_a_trailing_slash_is_not_redirected_anywhere(
     server: Server, host: str, method: str, path: str
