@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 RAYDEFS = Path(__file__).resolve().parent / "raydefs"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the tests import loopback
 
 
 @pytest.fixture(scope="session")
