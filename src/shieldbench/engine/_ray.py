@@ -54,7 +54,12 @@ from collections.abc import Iterator, Sequence
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-from shieldbench.engine._ray_local import import_ray, start_local_ray
+from shieldbench.engine._ray_local import (
+    import_ray,
+    is_loopback_address,
+    keep_loopback,
+    start_local_ray,
+)
 from shieldbench.engine._ray_parts import FREEZES, Screener, batch_deadline, frozen_outcome
 from shieldbench.engine._record import Recorder
 from shieldbench.errors import ConfigError, RunError
@@ -200,8 +205,10 @@ class RayExecutor:
                     configure_logging=False,
                 )
             else:
+                loopback = is_loopback_address(self.address)
                 try:
-                    ray.init(address=self.address, log_to_driver=False, configure_logging=False)
+                    with keep_loopback() if loopback else contextlib.nullcontext():
+                        ray.init(address=self.address, log_to_driver=False, configure_logging=False)
                 except (ConnectionError, RuntimeError, ValueError) as exc:
                     raise RunError(
                         f"cannot connect to the Ray cluster at {self.address}: {exc}"

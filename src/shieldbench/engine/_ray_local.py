@@ -16,17 +16,23 @@ runs in single-machine mode (``ray_constants.ENABLE_RAY_CLUSTER`` off for the
 duration of ``ray.init``; it is what ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``
 sets), with no dashboard, and the node address Ray ended with is checked: if it
 is not loopback, the instance is shut down and the start fails. A cluster the
-user names (``--ray-address``) is the user's: nothing here applies to it.
+user names (``--ray-address``) is the user's: nothing here applies to it, except
+that a loopback address is reached on loopback (:func:`keep_loopback`; stock
+``ray.init`` would rewrite ``127.0.0.1:PORT`` to the network address and never reach
+a cluster that listens on loopback only).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import ipaddress
+from collections.abc import Iterator
 from typing import Any
 
 from shieldbench.errors import ConfigError, RunError
 
-__all__ = ["LOOPBACK", "import_ray", "start_local_ray"]
+__all__ = ["LOOPBACK", "import_ray", "is_loopback_address", "keep_loopback", "start_local_ray"]
 
 LOOPBACK = "127.0.0.1"
 """The only address a Ray started by shieldbench listens on."""
@@ -42,6 +48,31 @@ def import_ray() -> Any:
             " pip install 'shieldbench[ray]'"
         ) from None
     return ray
+
+
+def is_loopback_address(address: str) -> bool:
+    """Whether ``HOST:PORT`` names a loopback host (``127.0.0.1:6379``, ``localhost:...``)."""
+    host = address.rpartition(":")[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@contextlib.contextmanager
+def keep_loopback() -> Iterator[None]:
+    """Ray's single-machine mode for the duration of the block: ``ray.init`` keeps a
+    loopback node or GCS address instead of turning it into the machine's network
+    address (where a Ray listening on loopback only cannot be reached)."""
+    constants: Any = importlib.import_module("ray._private.ray_constants")
+    saved = constants.ENABLE_RAY_CLUSTER
+    constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        constants.ENABLE_RAY_CLUSTER = saved
 
 
 def start_local_ray(**options: Any) -> Any:
