@@ -31,7 +31,11 @@ from types import MappingProxyType
 
 from shieldbench.errors import SpecError
 
-__all__ = ["Spec", "canonical_spec", "parse_spec", "split_top_level"]
+__all__ = ["MAX_SPEC_DEPTH", "Spec", "canonical_spec", "parse_spec", "split_top_level"]
+
+MAX_SPEC_DEPTH = 32
+"""Brackets nest at most this deep in a spec (``any(any(...))``): deeper is a SpecError
+(building a defense recurses once per level; far deeper than any real composition)."""
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 # Option names may hold dots and dashes: header.X-Api-Key=env:KEY (http: headers).
@@ -131,6 +135,13 @@ def split_top_level(body: str, *, text: str = "") -> list[str]:
             quote = ch
         elif ch in "([{":
             depth += 1
+            if depth >= MAX_SPEC_DEPTH:  # the caller's own bracket is one more level
+                shown = text or body
+                raise SpecError(
+                    f"{shown[:60]!r}{'...' if len(shown) > 60 else ''}: brackets nest more than"
+                    f" {MAX_SPEC_DEPTH} levels deep (at character {i + 1} of the arguments);"
+                    f" the limit is {MAX_SPEC_DEPTH}: flatten the spec"
+                )
         elif ch in ")]}":
             depth -= 1
             if depth < 0:

@@ -17,11 +17,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from loopback import exposed, listening
 
 from shieldbench.runio import load_run
 
 RAYDEFS = Path(__file__).resolve().parent / "raydefs"
 pytestmark = pytest.mark.slow
+
+# `ray start --node-ip-address 127.0.0.1` alone turns the loopback address into the
+# machine's network address (so that other machines could join) and its servers then
+# listen there: the nodes of this test are started with that conversion turned off,
+# so that every node listens on 127.0.0.1 only (the test checks the socket table).
+_RAY_START_ON_LOOPBACK = (
+    "import sys; from ray._private import services;"
+    " services.resolve_ip_for_localhost = lambda host: host;"
+    " from ray.scripts.scripts import main; sys.argv[0] = 'ray'; main()"
+)
 
 
 def _free_port() -> int:
@@ -41,10 +52,10 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.fixture
-def two_nodes(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
+def two_nodes(tmp_path: Path) -> Iterator[tuple[str, dict[str, str], list[int]]]:
     """``(address, env)`` of a head plus one more node, one CPU each, token-authenticated."""
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'shieldbench[ray]')")
-    ray_cli = Path(sys.executable).with_name("ray")
+    ray_cli = [sys.executable, "-c", _RAY_START_ON_LOOPBACK]
     token = tmp_path / "token"
     token.write_text(secrets.token_hex(32), encoding="utf-8")
     temp = tempfile.mkdtemp(prefix="sbrn-")  # short: Ray puts unix sockets under it
@@ -61,7 +72,7 @@ def two_nodes(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
     common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--block"]
     logs = (tmp_path / "head.log").open("wb"), (tmp_path / "node.log").open("wb")
     head = subprocess.Popen(
-        [str(ray_cli), "start", "--head", "--port", str(port), "--temp-dir", temp,
+        [*ray_cli, "start", "--head", "--port", str(port), "--temp-dir", temp,
          "--include-dashboard=false", *common],
         env=env, stdout=logs[0], stderr=subprocess.STDOUT,
     )  # fmt: skip
@@ -79,10 +90,10 @@ def two_nodes(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
                     )
                 time.sleep(0.5)
         node = subprocess.Popen(
-            [str(ray_cli), "start", "--address", address, *common],
+            [*ray_cli, "start", "--address", address, *common],
             env=env, stdout=logs[1], stderr=subprocess.STDOUT,
         )  # fmt: skip
-        yield address, env
+        yield address, env, [head.pid, node.pid]
     finally:
         if node is not None:
             _stop(node)
@@ -100,9 +111,9 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_two_node_cluster_writes_the_local_run(
-    two_nodes: tuple[str, dict[str, str]], tmp_path: Path
+    two_nodes: tuple[str, dict[str, str], list[int]], tmp_path: Path
 ) -> None:
-    address, env = two_nodes
+    address, env, pids = two_nodes
     nodes = tmp_path / "nodes"
     nodes.mkdir()
     spec = f"python(sb_raydefs:Slow, ms=2, nodes={nodes})"
@@ -125,6 +136,11 @@ def test_a_two_node_cluster_writes_the_local_run(
     # Two workers of one CPU each on two one-CPU nodes: one worker ran on each node
     # (the driver's own defense, built locally, notes no node).
     assert len(list(nodes.iterdir())) == 2
+    # Both nodes listen on loopback only (read from the kernel's socket table).
+    sockets = [s for pid in pids for s in listening(pid)]
+    assert sum("gcs_server" in s[0] for s in sockets) >= 1
+    assert sum("raylet" in s[0] for s in sockets) >= 2
+    assert exposed(sockets) == [], sockets
 
 
 def test_an_unreachable_address_exits_2_with_a_clear_error(tmp_path: Path) -> None:

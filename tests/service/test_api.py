@@ -256,8 +256,9 @@ def test_audit_verify_passes_then_names_tampered_record(server: Server) -> None:
 
 
 def test_openapi_document_lists_the_endpoints(server: Server) -> None:
-    with server.client() as c:
-        doc = c.get("/openapi.json").json()
+    with server.client() as c:  # API keys are configured: the document needs one too
+        assert c.get("/openapi.json").status_code == 401
+        doc = c.get("/openapi.json", headers=AUTH).json()
     for path in (
         "/v1/check",
         "/v1/check/batch",

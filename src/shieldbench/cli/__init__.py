@@ -55,6 +55,12 @@ def main() -> None:
     except OSError as exc:  # a path the up-front checks could not foresee (disk full, ...)
         where = f"{exc.filename}: " if exc.filename else ""
         _fail(f"{where}{exc.strerror or exc}", EXIT_BAD_INPUT)
+    except RecursionError:  # a last line of defense: the inputs have their own depth limits
+        _fail(
+            "an input is nested too deeply to process (a spec, a config or a data record);"
+            " flatten it",
+            EXIT_BAD_INPUT,
+        )
     except KeyboardInterrupt:
         _fail("interrupted (Ctrl-C)", EXIT_INTERRUPTED)
 

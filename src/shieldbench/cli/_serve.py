@@ -67,6 +67,7 @@ def serve(
         build_defenses,
         create_app,
         load_config,
+        protocol_with_header_timeout,
     )
     from shieldbench.service import load_api_keys as keys_of
     from shieldbench.store import display_url, resolve_url
@@ -121,6 +122,8 @@ def serve(
             access_log=False,
             timeout_graceful_shutdown=30,
             timeout_keep_alive=75,  # longer than the usual 60 s of load balancers in front
+            # h11 with a bound on the time to send a request's headers (slowloris)
+            http=protocol_with_header_timeout(cfg.header_timeout_s),
         )
     )
     server.run()

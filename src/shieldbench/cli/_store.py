@@ -64,10 +64,12 @@ def open_cli_store(
     db: str | None, ctx: typer.Context | None = None, *, create: bool = True
 ) -> Store:
     """Open the history, saying where it is the first time it is created (closed with
-    the command's ``ctx`` when given; ``create=False`` for commands that only read)."""
+    the command's ``ctx`` when given; ``create=False`` for commands that only read).
+    A command that records (``create=True``) records at the end of its work: the
+    database is checked for damage now, so none of that work is lost to it."""
     from shieldbench.store import open_store
 
-    store = open_store(db, create=create)
+    store = open_store(db, create=create, check=create)
     if ctx is not None:
         ctx.call_on_close(store.close)
     if store.created:

@@ -27,7 +27,14 @@ from typing import Any
 
 from shieldbench._columns import CHUNK, ArrowRows, ColumnBuilder, sample_columns, samples_from
 from shieldbench.datasets._dataset import Dataset, hash_line
-from shieldbench.datasets._records import RecordMapping, check_encodable, jsonable, type_name
+from shieldbench.datasets._records import (
+    MAX_FIELD_DEPTH,
+    RecordMapping,
+    check_encodable,
+    jsonable,
+    nesting_depth,
+    type_name,
+)
 from shieldbench.errors import DatasetError
 from shieldbench.types import LABELS, SEVERITIES, TIERS, Label, Sample, _check_messages
 
@@ -184,6 +191,14 @@ class SampleBuilder:
             raise self._error(
                 f"expected an object with named fields, got {type_name(record)}", line, None
             )
+        for key, value in record.items():  # first: the checks below recurse into values
+            if nesting_depth(value) > MAX_FIELD_DEPTH:
+                raise self._error(
+                    f"lists/objects nest more than {MAX_FIELD_DEPTH} levels deep in this"
+                    f" field; the limit is {MAX_FIELD_DEPTH}: flatten it",
+                    line,
+                    str(key),
+                )
         bad = check_encodable(record)
         if bad is not None:
             raise self._error(bad[1], line, bad[0])

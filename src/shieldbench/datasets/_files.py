@@ -36,7 +36,7 @@ from typing import Any
 
 from shieldbench.datasets._builder import SampleBuilder
 from shieldbench.datasets._dataset import Dataset
-from shieldbench.datasets._records import MAPPING_OPTIONS, RecordMapping
+from shieldbench.datasets._records import MAPPING_OPTIONS, MAX_FIELD_DEPTH, RecordMapping
 from shieldbench.errors import DatasetError
 from shieldbench.registry import datasets
 from shieldbench.spec import Spec
@@ -131,6 +131,13 @@ def jsonl_records(
             continue
         try:
             record = json.loads(line)
+        except RecursionError:
+            raise DatasetError(
+                f"lists/objects nest too deep to read (the limit is {MAX_FIELD_DEPTH} levels):"
+                " flatten the record",
+                path=path,
+                line=lineno,
+            ) from None
         except json.JSONDecodeError as exc:
             raise DatasetError(
                 # json's "Unterminated string starting at" already ends with "at".

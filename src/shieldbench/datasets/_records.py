@@ -41,11 +41,13 @@ __all__ = [
     "DEFAULT_ATTACK_LABELS",
     "DEFAULT_BENIGN_LABELS",
     "MAPPING_OPTIONS",
+    "MAX_FIELD_DEPTH",
     "Columns",
     "LabelMap",
     "RecordMapping",
     "check_encodable",
     "jsonable",
+    "nesting_depth",
     "type_name",
 ]
 
@@ -139,6 +141,30 @@ class RecordMapping:
 
 def type_name(value: Any) -> str:
     return "null" if value is None else type(value).__name__
+
+
+MAX_FIELD_DEPTH = 64
+"""Lists and objects nest at most this deep inside one field of a data record."""
+
+
+def nesting_depth(value: Any, *, limit: int = MAX_FIELD_DEPTH) -> int:
+    """How deep lists and mappings nest in ``value`` (a scalar: 0), counted without
+    recursion and up to ``limit + 1`` (enough to know the limit is passed)."""
+    deepest = 0
+    todo: list[tuple[Any, int]] = [(value, 0)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        if deepest > limit:
+            return deepest
+        todo.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def jsonable(value: Any) -> Any:

@@ -69,6 +69,7 @@ from shieldbench.engine._execute import screen
 from shieldbench.engine._executor import Executor
 from shieldbench.engine._progress import ProgressHook
 from shieldbench.engine._ray import RayExecutor
+from shieldbench.engine._ray_local import start_local_ray
 from shieldbench.engine._run import new_run_id, run_defense
 
 __all__ = [
@@ -80,4 +81,5 @@ __all__ = [
     "new_run_id",
     "run_defense",
     "screen",
+    "start_local_ray",
 ]

@@ -36,6 +36,9 @@ How a run goes:
 - **Clear errors.** An address that does not answer and a defense that cannot be
   built on a worker (a package missing there) are :class:`~shieldbench.errors.RunError`
   naming the address or the spec and the worker's own error.
+- **Loopback only when started here.** Without ``address`` the executor starts a
+  local Ray with :func:`~shieldbench.engine._ray_local.start_local_ray`: every
+  part of it listens on ``127.0.0.1``, never on the network.
 
 Ray is imported only when an executor starts, so the CLI does not pay for it.
 """
@@ -51,6 +54,12 @@ from collections.abc import Iterator, Sequence
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
+from shieldbench.engine._ray_local import (
+    import_ray,
+    is_loopback_address,
+    keep_loopback,
+    start_local_ray,
+)
 from shieldbench.engine._ray_parts import FREEZES, Screener, batch_deadline, frozen_outcome
 from shieldbench.engine._record import Recorder
 from shieldbench.errors import ConfigError, RunError
@@ -185,24 +194,25 @@ class RayExecutor:
         """Connect to (or start) Ray and build the actors; idempotent."""
         if self._actors:
             return
-        ray = _import_ray()
+        ray = import_ray()
         if self.address is not None:
             _check_reachable(self.address)
         if not ray.is_initialized():
-            try:
-                ray.init(
-                    address=self.address or "local",
-                    include_dashboard=False,
+            if self.address is None:  # started here: on loopback only (see _ray_local)
+                start_local_ray(
+                    num_cpus=max(self.workers, os.cpu_count() or 1),
                     log_to_driver=False,
                     configure_logging=False,
-                    **(
-                        {} if self.address else {"num_cpus": max(self.workers, os.cpu_count() or 1)}
-                    ),
                 )
-            except (ConnectionError, RuntimeError, ValueError) as exc:
-                raise RunError(
-                    f"cannot connect to the Ray cluster at {self.address or 'a local Ray'}: {exc}"
-                ) from None
+            else:
+                loopback = is_loopback_address(self.address)
+                try:
+                    with keep_loopback() if loopback else contextlib.nullcontext():
+                        ray.init(address=self.address, log_to_driver=False, configure_logging=False)
+                except (ConnectionError, RuntimeError, ValueError) as exc:
+                    raise RunError(
+                        f"cannot connect to the Ray cluster at {self.address}: {exc}"
+                    ) from None
         self._check_resources(ray)
         self._remote = ray.remote(
             num_cpus=self.cpus_per_worker, num_gpus=self.gpus_per_worker, max_restarts=0
@@ -244,7 +254,7 @@ class RayExecutor:
 
     def worker_gpus(self) -> list[list[Any]]:
         """The GPU ids Ray gave each live actor (for tests and diagnostics)."""
-        ray = _import_ray()
+        ray = import_ray()
         return list(ray.get([a.gpu_ids.remote() for a in self._actors]))
 
     def _new_actor(self) -> Any:
@@ -254,7 +264,7 @@ class RayExecutor:
         """Kill the actors (Ray itself stays up for the rest of the process)."""
         if not self._actors:
             return
-        ray = _import_ray()
+        ray = import_ray()
         for actor in self._actors:
             with contextlib.suppress(Exception):
                 ray.kill(actor)
@@ -262,7 +272,7 @@ class RayExecutor:
 
     def worker_pids(self) -> list[int]:
         """The process ids of the live actors (for tests and diagnostics)."""
-        ray = _import_ray()
+        ray = import_ray()
         return [pid for pid, _ in ray.get([a.ready.remote() for a in self._actors])]
 
     # -- screening ---------------------------------------------------------------
@@ -278,7 +288,7 @@ class RayExecutor:
     ) -> str:
         """Record an outcome for every ``i`` in ``positions``; returns the capability."""
         self.start()
-        ray = _import_ray()
+        ray = import_ray()
         size = self.batch_size or config.batch_size
         batches: Iterator[_Batch] = (
             _Batch(tuple(positions[k : k + size])) for k in range(0, len(positions), size)
@@ -380,7 +390,7 @@ class RayExecutor:
         exc: BaseException,
     ) -> int:
         """Requeue the dead actor's other batches and give its slot a fresh actor."""
-        ray = _import_ray()
+        ray = import_ray()
         for ref, (s, batch) in list(queued.items()):
             if s == slot:
                 del queued[ref]
@@ -399,14 +409,3 @@ class RayExecutor:
         self._actors[slot] = actor
         self.replaced += 1
         return 1
-
-
-def _import_ray() -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError(
-            "--executor ray needs Ray, which is not installed; install it with:"
-            " pip install 'shieldbench[ray]'"
-        ) from None
-    return ray

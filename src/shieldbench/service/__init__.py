@@ -21,12 +21,15 @@ from __future__ import annotations
 from shieldbench.service._app import create_app
 from shieldbench.service._audit import AuditStore, Recovery
 from shieldbench.service._config import AlertThresholds, ServeConfig, load_api_keys, load_config
+from shieldbench.service._conn import protocol_with_header_timeout
 from shieldbench.service._export import export_labelled
+from shieldbench.service._gate import MAX_JSON_DEPTH
 from shieldbench.service._preprocess import SERVICE_STRIPPERS, preprocess
 from shieldbench.service._state import Defenses, build_defenses
 from shieldbench.service._verify import ChainProblem, ChainReport, verify_chain
 
 __all__ = [
+    "MAX_JSON_DEPTH",
     "SERVICE_STRIPPERS",
     "AlertThresholds",
     "AuditStore",
@@ -41,5 +44,6 @@ __all__ = [
     "load_api_keys",
     "load_config",
     "preprocess",
+    "protocol_with_header_timeout",
     "verify_chain",
 ]

@@ -30,6 +30,7 @@ from shieldbench.service._edges import (
     install_error_handlers,
 )
 from shieldbench.service._fastpath import Answered, CheckFastPath, FastPathApp
+from shieldbench.service._gate import ApiKeyGate, JsonDepthLimit, json_too_deep
 from shieldbench.service._guard import Decision
 from shieldbench.service._models import (
     BatchRequest,
@@ -67,7 +68,10 @@ class _PlainCheck:
 
 
 def parse_check(body: bytes) -> _PlainCheck | CheckRequest | None:
-    """The check request of a body (the fast path's parser), or ``None`` if it is not one."""
+    """The check request of a body (the fast path's parser), or ``None`` if it is not one
+    (a body nested too deep is not: the application refuses it)."""
+    if json_too_deep(body):
+        return None
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -114,9 +118,12 @@ async def _decide(
     endpoint: str,
     audit: bool = True,
     count: bool = True,
+    text: str | None = None,
 ) -> Decision:
-    """The decision (counted in the metrics unless ``count=False``: the caller counts)."""
-    text = _text_of(item, service)
+    """The decision (counted in the metrics unless ``count=False``: the caller counts);
+    ``text`` is the item's text when the caller has checked it already."""
+    if text is None:
+        text = _text_of(item, service)
     try:
         decision = await service.guard.decide(
             text, endpoint=endpoint, metadata=item.metadata, audit=audit
@@ -170,9 +177,14 @@ def create_app(
         lifespan=lifespan,
         responses=_ERRORS,
         description="Screens texts and chat requests with a shieldbench defense.",
+        # No redirect built from the request's Host header: /v1/check/ is a 404.
+        redirect_slashes=False,
     )
     install_error_handlers(app)
+    # The last added runs first: the API key, then the body's size, then its depth.
+    app.add_middleware(JsonDepthLimit)
     app.add_middleware(BodyLimit, limit=config.max_body_bytes)
+    app.add_middleware(ApiKeyGate, keys=api_keys)
     app.include_router(proxy_router(DECISION_HEADER))
 
     async def answer_check(item: CheckRequest, service: Service) -> Response:
@@ -202,6 +214,7 @@ def create_app(
         path="/v1/check",
         parse=parse_check,
         answer=fast_check,
+        admit=lambda scope: serving(scope) is not None,
         limit=config.max_body_bytes,
     )
 
@@ -212,9 +225,21 @@ def create_app(
 
     @app.post("/v1/check/batch", response_model=BatchResponse)
     async def check_batch(batch: BatchRequest, service: ReadyService) -> dict[str, Any]:
-        """Screen up to 256 items; each is its own audited decision."""
+        """Screen up to 256 items; each is its own audited decision. Every item is checked
+        first: one bad item refuses the batch before any item is screened, audited or counted."""
+        texts = []
+        for index, item in enumerate(batch.items):
+            try:
+                texts.append(_text_of(item, service))
+            except ServiceError as exc:
+                raise ServiceError(
+                    exc.status, exc.kind, f"items.{index}: {exc}", **exc.extra
+                ) from None
         decisions = await asyncio.gather(
-            *(_decide(service, item, endpoint="batch") for item in batch.items)
+            *(
+                _decide(service, item, endpoint="batch", text=text)
+                for item, text in zip(batch.items, texts, strict=True)
+            )
         )
         return {"results": [d.to_json() for d in decisions]}
 

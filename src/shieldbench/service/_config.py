@@ -29,19 +29,31 @@
     api_keys_file: /etc/shieldbench/keys # one per line
     max_body_bytes: 1000000
     max_text_chars: 100000
+    header_timeout_s: 10.0          # a request's headers must arrive within this (slowloris)
     alerts: {min_recall: 0.8, max_fpr: 0.05, max_p95_ms: 250, max_error_rate: 0.01,
              window_s: 3600, every_s: 60, cooldown_s: 3600, webhook: https://hooks...}
+
+Every key is checked at start, strictly (no coercion: ``fail_open: "false"`` is a
+string, not a boolean) and for its range; an unknown key, a wrong type or a value out
+of range is a :class:`~shieldbench.errors.ConfigError` naming the file, the key and
+the value (``serve`` exits 2 before opening a port). The types come from the
+annotations of :class:`ServeConfig` and :class:`AlertThresholds`, so a new key is
+checked as soon as it is declared there.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
-from collections.abc import Mapping
+import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
+from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 from shieldbench.errors import ConfigError
 from shieldbench.service._chat import check_roles
@@ -50,6 +62,76 @@ from shieldbench.service._preprocess import SERVICE_STRIPPERS, check_strippers
 __all__ = ["AlertThresholds", "ServeConfig", "load_api_keys", "load_config"]
 
 Mode = Literal["enforce", "monitor"]
+
+#: How to write a value that is not of its key's type, by pydantic's error type.
+_HOW = {
+    "bool_type": "write true or false, unquoted",
+    "float_type": "write a number, unquoted",
+    "int_type": "write a whole number, unquoted",
+    "finite_number": "write a finite number",
+    "string_type": "write a string",
+    "tuple_type": "write a list of strings, e.g. [user, tool]",
+    "literal_error": "use one of the values named",
+}
+_STRICT = ConfigDict(strict=True, allow_inf_nan=False)
+
+
+@dataclass(frozen=True, slots=True)
+class _Check:
+    """How one field of a config record is type-checked."""
+
+    adapter: TypeAdapter[Any] | None  # None: the field is itself a config record
+    record: type[Any] | None
+    is_tuple: bool
+
+
+@functools.cache
+def _checks(cls: Any) -> dict[str, _Check]:
+    """A strict validator per field of a config record, made from its annotation, so a
+    key added to the record is type-checked without more code."""
+    hints = typing.get_type_hints(cls)
+    checks = {}
+    for f in fields(cls):
+        hint = hints[f.name]
+        if dataclasses.is_dataclass(hint):
+            checks[f.name] = _Check(None, typing.cast(type[Any], hint), False)
+        else:
+            is_tuple = typing.get_origin(hint) is tuple
+            checks[f.name] = _Check(TypeAdapter(hint, config=_STRICT), None, is_tuple)
+    return checks
+
+
+def _check_types(record: Any) -> None:
+    """Raise :class:`ConfigError` naming the first field whose value is not of its type.
+
+    Strict, like the request models: no coercion, so ``"false"`` is not a boolean,
+    ``"1"`` not a number and ``1`` not a string (in YAML, quotes make a string). A list
+    given for a tuple field becomes a tuple (YAML has no tuples)."""
+    kind: Any = type(record)
+    checks: dict[str, _Check] = _checks(kind)
+    for name, check in checks.items():
+        given = value = getattr(record, name)
+        if check.is_tuple and isinstance(value, list):
+            value = tuple(value)
+            object.__setattr__(record, name, value)
+        if check.record is not None:
+            if not isinstance(value, check.record):
+                raise ConfigError(f"{name} = {given!r}: must be a mapping of {name} keys")
+            continue
+        assert check.adapter is not None
+        try:
+            check.adapter.validate_python(value)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            how = _HOW.get(error["type"], "see the README's serve.yaml keys")
+            raise ConfigError(f"{name} = {given!r}: {error['msg'].lower()} ({how})") from None
+
+
+def _require(record: Any, test: Callable[[Any], bool], rule: str, *names: str) -> None:
+    for name in names:
+        value = getattr(record, name)
+        if value is not None and not test(value):
+            raise ConfigError(f"{name} = {value!r}: must be {rule}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +147,15 @@ class AlertThresholds:
     cooldown_s: float = 3600.0
     webhook: str | None = None
 
+    def __post_init__(self) -> None:
+        _check_types(self)
+        _require(self, lambda v: 0 <= v <= 1, "in [0, 1]", "min_recall", "max_fpr")
+        _require(self, lambda v: 0 <= v <= 1, "in [0, 1]", "max_error_rate")
+        _require(self, lambda v: v > 0, "> 0 (seconds)", "window_s", "every_s")
+        _require(self, lambda v: v > 0, "> 0 (milliseconds)", "max_p95_ms")
+        _require(self, lambda v: v >= 0, ">= 0 (seconds)", "cooldown_s")
+        _require(self, lambda v: v.startswith(("http://", "https://")), "an http(s) URL", "webhook")
+
     @property
     def enabled(self) -> bool:
         """Whether any threshold is set."""
@@ -74,7 +165,11 @@ class AlertThresholds:
 
 @dataclass(frozen=True, slots=True)
 class ServeConfig:
-    """Everything ``shieldbench serve`` needs; see the module docstring for the keys."""
+    """Everything ``shieldbench serve`` needs; see the module docstring for the keys.
+
+    Every field is type-checked strictly from its annotation when the record is made
+    (from ``serve.yaml``, the command line or code), then its value is range-checked:
+    a new field needs only its annotation (and a range rule if it has one)."""
 
     defense: str = "recommended"
     warn: str | None = None
@@ -101,31 +196,17 @@ class ServeConfig:
     api_keys_file: str | None = None
     max_body_bytes: int = 1_000_000
     max_text_chars: int = 100_000
+    header_timeout_s: float = 10.0
     alerts: AlertThresholds = field(default_factory=AlertThresholds)
 
     def __post_init__(self) -> None:
-        if self.mode not in ("enforce", "monitor"):
-            raise ConfigError(f"mode must be 'enforce' or 'monitor', got {self.mode!r}")
-        for name in ("timeout_s", "warn_timeout_s", "dedup_window_s", "upstream_timeout_s"):
-            if not getattr(self, name) > 0:
-                raise ConfigError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        for name in ("max_body_bytes", "max_text_chars", "max_pending_warn"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)!r}")
-        if not self.stream_check_every_chars >= 1:
-            raise ConfigError(
-                f"stream_check_every_chars must be >= 1, got {self.stream_check_every_chars!r}"
-            )
-        holdback = self.stream_holdback_chars
-        if holdback is not None and (isinstance(holdback, bool) or not holdback >= 1):
-            raise ConfigError(f"stream_holdback_chars must be >= 1 (characters), got {holdback!r}")
-        if not isinstance(self.expose_reasons, bool):
-            raise ConfigError(f"expose_reasons must be true or false, got {self.expose_reasons!r}")
-        if self.retention_days is not None and not self.retention_days > 0:
-            raise ConfigError(f"retention_days must be > 0, got {self.retention_days!r}")
-        fsync = self.journal_fsync_s
-        if fsync is not None and (isinstance(fsync, bool) or not fsync >= 0):
-            raise ConfigError(f"journal_fsync_s must be >= 0 (seconds), got {fsync!r}")
+        _check_types(self)
+        positive = ("timeout_s", "warn_timeout_s", "dedup_window_s", "upstream_timeout_s")
+        _require(self, lambda v: v > 0, "> 0", *positive, "retention_days", "header_timeout_s")
+        at_least_one = ("max_body_bytes", "max_text_chars", "stream_check_every_chars")
+        _require(self, lambda v: v >= 1, ">= 1", *at_least_one, "max_pending_warn")
+        _require(self, lambda v: v >= 1, ">= 1 (characters)", "stream_holdback_chars")
+        _require(self, lambda v: v >= 0, ">= 0 (seconds)", "journal_fsync_s")
         object.__setattr__(self, "strip", check_strippers(self.strip))
         object.__setattr__(self, "trusted_roles", check_roles(self.trusted_roles))
 
@@ -138,26 +219,23 @@ _KEYS = {f.name for f in fields(ServeConfig)}
 _ALERT_KEYS = {f.name for f in fields(AlertThresholds)}
 
 
-def _coerce(key: str, value: Any, where: str) -> Any:
-    if key in ("strip", "trusted_roles"):
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{where}: {key!r} must be a list of strings")
-        return tuple(value)
-    if key == "alerts":
-        if not isinstance(value, Mapping):
-            raise ConfigError(f"{where}: 'alerts' must be a mapping")
-        unknown = sorted(set(value) - _ALERT_KEYS)
-        if unknown:
-            raise ConfigError(f"{where}: unknown alerts key(s) {', '.join(unknown)}")
-        try:
-            return AlertThresholds(**dict(value))
-        except TypeError as exc:
-            raise ConfigError(f"{where}: alerts: {exc}") from None
-    return value
+def _alerts(value: Any) -> AlertThresholds:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"alerts = {value!r}: must be a mapping of alert keys")
+    unknown = sorted(map(str, set(value) - _ALERT_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"unknown alerts key(s) {', '.join(unknown)}; known: {', '.join(sorted(_ALERT_KEYS))}"
+        )
+    try:
+        return AlertThresholds(**dict(value))
+    except ConfigError as exc:
+        raise ConfigError(f"alerts.{exc}") from None
 
 
 def load_config(path: str | Path) -> ServeConfig:
-    """Read ``serve.yaml``: unknown keys and wrong types are a :class:`ConfigError`."""
+    """Read ``serve.yaml``: an unknown key, a value of the wrong type (strictly: no
+    coercion) or out of range is a :class:`ConfigError` naming the file, key and value."""
     where = str(path)
     try:
         raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
@@ -174,14 +252,14 @@ def load_config(path: str | Path) -> ServeConfig:
             f"{where}: 'roles' was replaced by 'trusted_roles' (every role is screened unless"
             " listed there): name the roles that must NOT be screened, e.g. trusted_roles: [system]"
         )
-    unknown = sorted(set(map(str, raw)) - _KEYS)
+    unknown = sorted(map(str, set(raw) - _KEYS))
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}")
-    values = {k: _coerce(k, v, where) for k, v in raw.items()}
+        raise ConfigError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(_KEYS))}"
+        )
     try:
+        values: dict[str, Any] = {k: _alerts(v) if k == "alerts" else v for k, v in raw.items()}
         return ServeConfig(**values)
-    except TypeError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
 

@@ -60,6 +60,9 @@ class Answered:
 Parse = Callable[[bytes], Any]
 #: ``answer(item, scope)``: the answer, or ``None`` to let the application answer.
 Answer = Callable[[Any, Scope], Awaitable[Answered | None]]
+#: ``admit(scope)``: whether the fast path may read the body (the API key is valid and
+#: the service ready); else the application answers (401, 503) without it being read.
+Admit = Callable[[Scope], bool]
 
 
 class CheckFastPath:
@@ -67,9 +70,10 @@ class CheckFastPath:
     ``app`` answers everything else."""
 
     def __init__(
-        self, app: ASGIApp, *, path: str, parse: Parse, answer: Answer, limit: int
+        self, app: ASGIApp, *, path: str, parse: Parse, answer: Answer, admit: Admit, limit: int
     ) -> None:
         self.app = app
+        self.admit = admit
         self.path = path
         self.parse = parse
         self.answer = answer
@@ -82,7 +86,11 @@ class CheckFastPath:
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not self.takes(scope) or not self._eligible(scope["headers"]):
+        if (
+            not self.takes(scope)
+            or not self._eligible(scope["headers"])
+            or not self.admit(scope)  # checked before the body is read or parsed
+        ):
             await self.app(scope, receive, send)
             return
         chunks: list[bytes] = []

@@ -6,7 +6,8 @@ The database is chosen, first match wins, by an explicit URL (``--db``), the
 ``sqlite:///PATH``, ``postgresql://user:pass@host:port/db`` (driven by psycopg 3)
 or a plain file path (a SQLite file).
 
-SQLite is opened in WAL mode (readers never wait for a writer), with foreign keys
+SQLite is opened in WAL mode (readers never wait for a writer; set once the file is
+accepted as a history, so a refused file is left unchanged), with foreign keys
 enforced and a busy timeout (a second writer waits for the first instead of
 failing). Transactions that write start with ``BEGIN IMMEDIATE``, so two writers
 queue at the start rather than deadlock on a lock upgrade.
@@ -96,7 +97,8 @@ def _sqlite_engine(url: URL, busy_timeout_s: float) -> Engine:
         try:
             cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
             cursor.execute("PRAGMA foreign_keys = ON")
-            cursor.execute("PRAGMA journal_mode = WAL")
+            # WAL is set once the database is known to be a history (see _settle_sqlite):
+            # it is persistent, a change to the file that a refused database must not get.
             cursor.execute("PRAGMA synchronous = NORMAL")  # WAL: durable against crashes
         finally:
             cursor.close()
@@ -161,13 +163,53 @@ def _reason(error: exc.DBAPIError) -> str:
     return text[0] if text else type(error.orig).__name__
 
 
+def _check_sqlite(engine: Engine, where: str) -> None:
+    """``PRAGMA quick_check``: a damaged file is refused before any work is done (a
+    benchmark that could not be recorded at its end would be lost), and unchanged."""
+    raw = engine.raw_connection()
+    try:
+        rows = raw.cursor().execute("PRAGMA quick_check(1)").fetchall()
+    except sqlite3.DatabaseError as error:
+        problem = str(error)
+    else:
+        problem = "" if rows == [("ok",)] else str(rows[0][0] if rows else "no answer")
+    finally:
+        raw.close()
+    if problem:
+        problem = " ".join(problem.replace("*** in database main ***", "").split())
+        raise StoreError(
+            f"{where}: the history database is damaged ({problem}); nothing was run or"
+            " changed. Recover it (sqlite3 FILE .recover) or use another with --db /"
+            " SHIELDBENCH_DB"
+        )
+
+
+def _settle_sqlite(engine: Engine, where: str) -> None:
+    """WAL mode (readers never wait for a writer), once the file is known to be a history."""
+    raw = engine.raw_connection()
+    try:
+        raw.cursor().execute("PRAGMA journal_mode = WAL").fetchall()
+    except sqlite3.DatabaseError as error:
+        raise StoreError(f"{where}: cannot open the history database: {error}") from None
+    finally:
+        raw.close()
+
+
 def open_engine(
-    url: URL, *, busy_timeout_s: float = 10.0, migrate: bool = True, create: bool = True
+    url: URL,
+    *,
+    busy_timeout_s: float = 10.0,
+    migrate: bool = True,
+    create: bool = True,
+    check: bool = False,
 ) -> StoreEngine:
     """Connect, check the schema revision and migrate; :class:`StoreError` on failure.
 
     ``create=False`` refuses to create a missing SQLite file (for commands that only
-    read the history)."""
+    read the history). ``check=True`` also reads every page of an existing SQLite file
+    (``PRAGMA quick_check``, about a second per GB) and refuses a damaged one: for
+    commands that record at the end of long work. A database that is refused (damaged,
+    foreign, newer) is not changed: WAL mode is set only after it is accepted."""
     where = display_url(url)
     created = False
     if url.get_backend_name() == "sqlite":
@@ -191,8 +233,13 @@ def open_engine(
             connect_args={"connect_timeout": max(1, int(busy_timeout_s))},
         )
     write_engine = engine.execution_options(**{_WRITE: True})
+    sqlite = url.get_backend_name() == "sqlite"
     try:
+        if sqlite and check and not created:
+            _check_sqlite(engine, where)
         migrated = ensure_schema(engine, write_engine, where) if migrate else False
+        if sqlite:
+            _settle_sqlite(engine, where)
     except exc.DBAPIError as error:
         engine.dispose()
         if created:

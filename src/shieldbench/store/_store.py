@@ -353,6 +353,7 @@ def open_store(
     env: Mapping[str, str] | None = None,
     busy_timeout_s: float = 10.0,
     create: bool = True,
+    check: bool = False,
 ) -> Store:
     """Open (creating and migrating as needed) the history database.
 
@@ -360,7 +361,10 @@ def open_store(
     falls back to ``.shieldbench/history.db`` under ``cwd`` (the working directory).
     Raises :class:`~shieldbench.errors.StoreError` with one line naming the database
     when it cannot connect, is not a history, or was written by a newer shieldbench;
-    with ``create=False`` also when the SQLite file does not exist yet.
+    with ``create=False`` also when the SQLite file does not exist yet; with
+    ``check=True`` (commands that record at the end of long work) also when an existing
+    SQLite file is damaged (``PRAGMA quick_check``), before any work is done.
     """
     url, _default = resolve_url(db, env=env, cwd=cwd)
-    return Store(open_engine(url, busy_timeout_s=busy_timeout_s, create=create))
+    opened = open_engine(url, busy_timeout_s=busy_timeout_s, create=create, check=check)
+    return Store(opened)
