@@ -185,6 +185,9 @@ def load_hf_classifier(
 def _check_head(config: Any, folder: Path, where: str) -> None:
     """Refuse a folder without a trained classification head (its scores would be random)."""
     architectures = list(getattr(config, "architectures", None) or [])
+    custom = dict(getattr(config, "auto_map", None) or {})
+    if "AutoModelForSequenceClassification" in custom:
+        return  # the model's own code maps itself to a sequence classifier
     if architectures and not any("SequenceClassification" in a for a in architectures):
         raise ConfigError(
             f"{where}: {folder} holds a {', '.join(architectures)}, not a sequence classifier;"
