@@ -4,9 +4,10 @@ The registry is iterated at collection time, so a defense registered later (by
 another module or a third-party entry point) is covered without editing this file.
 Each is built from its ``PluginInfo.example`` spec; network defenses from a recipe
 that points them at a loopback server started here, and model-folder defenses
-(``hf``, ``onnx``) from a recipe over tiny classifiers written by the tests. A registered defense that can be
-built neither way FAILS the suite: give it an ``example=``. A plugin whose optional
-package is missing is skipped with its install hint.
+(``hf``, ``onnx``) from a recipe over tiny classifiers written by the tests. A
+registered defense that can be built neither way FAILS the suite: give it an
+``example=``. A plugin whose optional package is missing is skipped with its
+install hint.
 
 Compositions mixing sync and network children (``MIXES``) are checked as well, so
 that their async paths are covered.
