@@ -180,7 +180,7 @@ def _parameter_count(graph: Path) -> int | str:
     except ImportError:
         return "unknown (pip install onnx to count)"
     model = onnx.load(str(graph), load_external_data=False)
-    return sum(math.prod(t.dims) for t in model.graph.initializer)
+    return int(sum(math.prod(t.dims) for t in model.graph.initializer))
 
 
 @defenses.register(
