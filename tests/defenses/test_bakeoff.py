@@ -108,7 +108,7 @@ def test_the_bake_off_page_runs_end_to_end(
         assert "FPR within the 1.0% target" in markdown  # --max-fpr 0.01
         assert "dual: warner would add" in markdown
         assert re.findall(r"(\d+) warner errors", markdown) == ["0", "0"]
-        assert "(+0.0% of 26)" not in markdown or "attacks caught" in markdown
+        assert re.search(r"warner would add \| \+\d+ attacks caught \(\+\S+ of 26\)", markdown)
         for identity in ("hf sha256:", "onnx sha256:", "attack=INJECTION|JAILBREAK"):
             assert identity in text
     assert len(asked) >= 2 * (38 + len(OWN_DATA))  # the warn-only LLM saw every text
