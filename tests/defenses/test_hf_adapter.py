@@ -462,3 +462,20 @@ def test_cli_inspect_prints_what_the_spec_resolved_to(
     out = " ".join(capsys.readouterr().out.split())
     for fact in ("997,123", "0: BENIGN, 1: INJECTION (attack), 2: JAILBREAK (attack)", "cpu"):
         assert fact in out
+
+
+def test_the_run_records_the_runtime_package_and_the_model_identity(
+    tiny_models: Any, bert3: Any
+) -> None:
+    from shieldbench.datasets import load_dataset
+    from shieldbench.engine import run_defense
+    from shieldbench.types import RunConfig
+
+    smoke = load_dataset("builtin:smoke")
+    onnx = build_defense(f"onnx:{tiny_models.onnx3}")
+    for guard, package in ((bert3, "transformers "), (onnx, "onnxruntime ")):
+        run = run_defense(guard, smoke, config=RunConfig(warmup=0, batch_size=8))
+        assert run.environment["defense_package"].startswith(package)
+        assert run.defense.version == guard.version
+        assert run.environment["capability"] == "check_batch"
+        assert all(o.status == "ok" for o in run.outcomes)

@@ -146,7 +146,8 @@ class SequenceClassifier:
     ``details`` carry the window count, whether the text was truncated, and the
     label probabilities of the deciding window. ``facts`` are what the adapter
     knows of the model (path, device, ...; a callable is evaluated only by
-    :meth:`describe`).
+    :meth:`describe`); ``distribution`` the package that runs it (``transformers``,
+    ``onnxruntime``), whose version the run's environment then records.
     """
 
     def __init__(
@@ -161,8 +162,11 @@ class SequenceClassifier:
         threshold: float,
         batch_size: int,
         facts: Mapping[str, Any],
+        distribution: str | None = None,
     ) -> None:
         self.name = name
+        if distribution is not None:
+            self.distribution = distribution  # the run's environment names its version
         self.version = version
         self.backend = backend
         self.tokens = tokens

@@ -179,6 +179,7 @@ def load_hf_classifier(
         threshold=options.threshold,
         batch_size=options.batch_size,
         facts=facts,
+        distribution="transformers",
     )
 
 

@@ -170,6 +170,7 @@ def load_onnx_classifier(
         threshold=options.threshold,
         batch_size=options.batch_size,
         facts=facts,
+        distribution="onnxruntime",
     )
 
 
