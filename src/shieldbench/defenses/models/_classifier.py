@@ -31,7 +31,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from shieldbench.defenses.models._model_files import ClassifierOptions, Labels
+from shieldbench.defenses.models._model_files import (
+    ClassifierOptions,
+    Labels,
+    id2label,
+    model_limit,
+    resolve_labels,
+)
 from shieldbench.defenses.models._windows import default_stride, windows
 from shieldbench.errors import ConfigError
 from shieldbench.types import Verdict
@@ -41,6 +47,7 @@ __all__ = [
     "SequenceClassifier",
     "TokenFrame",
     "Windowing",
+    "build_classifier",
     "make_windowing",
     "version_string",
 ]
@@ -341,3 +348,53 @@ def make_windowing(
         return Windowing(max_length, content, stride)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
+
+
+def build_classifier(
+    kind: str,
+    *,
+    where: str,
+    name: str,
+    config: Mapping[str, Any],
+    tokenizer_config: Mapping[str, Any],
+    tokens: TokenFrame,
+    options: ClassifierOptions,
+    backend: Backend,
+    digest: str,
+    facts: Mapping[str, Any],
+    extra: Sequence[str] = (),
+    distribution: str | None = None,
+) -> SequenceClassifier:
+    """The defense over a loaded model: labels, windowing and version from its files.
+
+    ``config`` and ``tokenizer_config`` are the model's ``config.json`` and
+    ``tokenizer_config.json`` (as dictionaries); ``extra`` adds facts to the version
+    (``dtype=float16``, ``trust_remote_code=true``).
+    """
+    multi = config.get("problem_type") == "multi_label_classification"
+    labels = resolve_labels(
+        id2label(config, where=where), options.label, where=where, multi_label=multi
+    )
+    windowing = make_windowing(
+        options, limit=model_limit(config, tokenizer_config), specials=tokens.specials, where=where
+    )
+    version = version_string(
+        kind,
+        digest=digest,
+        labels=labels,
+        threshold=options.threshold,
+        windowing=windowing,
+        extra=extra,
+    )
+    return SequenceClassifier(
+        name=name,
+        version=version,
+        backend=backend,
+        tokens=tokens,
+        labels=labels,
+        windowing=windowing,
+        threshold=options.threshold,
+        batch_size=options.batch_size,
+        facts={**facts, "weights_sha256": digest},
+        distribution=distribution,
+    )

@@ -28,17 +28,13 @@ from typing import Any
 from shieldbench.defenses.models._classifier import (
     SequenceClassifier,
     TokenFrame,
-    make_windowing,
-    version_string,
+    build_classifier,
 )
 from shieldbench.defenses.models._model_files import (
     ClassifierOptions,
     folder_digest,
-    id2label,
     model_folder,
-    model_limit,
-    read_json,
-    resolve_labels,
+    optional_json,
 )
 from shieldbench.errors import ConfigError, PluginUnavailableError
 from shieldbench.registry import defenses
@@ -108,47 +104,10 @@ def load_hf_classifier(
     if trust_remote_code:
         _warn_remote_code(folder)
     device = _torch_device(torch, options.device, where)
-    load = {"local_files_only": True, "trust_remote_code": trust_remote_code}
-    try:
-        config = transformers.AutoConfig.from_pretrained(str(folder), **load)
-        _check_head(config, folder, where)
-        tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), **load)
-        model = transformers.AutoModelForSequenceClassification.from_pretrained(str(folder), **load)
-    except (OSError, ValueError, KeyError) as exc:
-        raise ConfigError(_load_error(exc, folder, where, trust_remote_code)) from None
-    backend_tokenizer = getattr(tokenizer, "backend_tokenizer", None)
-    if backend_tokenizer is None:
-        raise ConfigError(
-            f"{where}: {folder} has no fast tokenizer (tokenizer.json), which hf: needs;"
-            " save one with AutoTokenizer.from_pretrained(..., use_fast=True).save_pretrained"
-        )
+    config, tokenizer, model = _load(transformers, folder, trust_remote_code, where)
     if options.threads:
         torch.set_num_threads(options.threads)  # process-wide: torch has no per-model pool
     model = model.to(device=device, dtype=getattr(torch, dtype)).eval()
-    config_dict = config.to_dict()
-    multi = config_dict.get("problem_type") == "multi_label_classification"
-    labels = resolve_labels(
-        id2label(config_dict, where=where), options.label, where=where, multi_label=multi
-    )
-    tokens = TokenFrame(backend_tokenizer, pad_id=_pad_id(tokenizer))
-    tok_config = (
-        read_json(folder / "tokenizer_config.json", kind=where)
-        if (folder / "tokenizer_config.json").is_file()
-        else {}
-    )
-    windowing = make_windowing(
-        options, limit=model_limit(config_dict, tok_config), specials=tokens.specials, where=where
-    )
-    digest = folder_digest(folder, code=trust_remote_code)
-    extra = [f"dtype={dtype}"] + (["trust_remote_code=true"] if trust_remote_code else [])
-    version = version_string(
-        "hf",
-        digest=digest,
-        labels=labels,
-        threshold=options.threshold,
-        windowing=windowing,
-        extra=extra,
-    )
 
     def forward(ids: Any, mask: Any) -> Any:
         with torch.inference_mode():
@@ -161,26 +120,47 @@ def load_hf_classifier(
     facts = {
         "backend": f"transformers {transformers.__version__}, torch {torch.__version__}",
         "path": str(folder),
-        "architecture": ", ".join(config_dict.get("architectures") or [type(model).__name__]),
+        "architecture": ", ".join(config.get("architectures") or [type(model).__name__]),
         "parameters": sum(p.numel() for p in model.parameters()),
         "device": device,
         "dtype": dtype,
         "threads": options.threads or torch.get_num_threads(),
         "trust_remote_code": trust_remote_code,
-        "weights_sha256": digest,
     }
-    return SequenceClassifier(
+    return build_classifier(
+        "hf",
+        where=where,
         name=f"hf:{folder.name}",
-        version=version,
+        config=config,
+        tokenizer_config=optional_json(folder / "tokenizer_config.json", kind=where),
+        tokens=TokenFrame(tokenizer.backend_tokenizer, pad_id=_pad_id(tokenizer)),
+        options=options,
         backend=forward,
-        tokens=tokens,
-        labels=labels,
-        windowing=windowing,
-        threshold=options.threshold,
-        batch_size=options.batch_size,
+        digest=folder_digest(folder, code=trust_remote_code),
         facts=facts,
+        extra=[f"dtype={dtype}"] + (["trust_remote_code=true"] if trust_remote_code else []),
         distribution="transformers",
     )
+
+
+def _load(
+    transformers: Any, folder: Path, trust_remote_code: bool, where: str
+) -> tuple[dict[str, Any], Any, Any]:
+    """``(config as a dict, tokenizer, model)`` from local files; clear errors otherwise."""
+    load = {"local_files_only": True, "trust_remote_code": trust_remote_code}
+    try:
+        config = transformers.AutoConfig.from_pretrained(str(folder), **load)
+        _check_head(config, folder, where)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), **load)
+        model = transformers.AutoModelForSequenceClassification.from_pretrained(str(folder), **load)
+    except (OSError, ValueError, KeyError) as exc:
+        raise ConfigError(_load_error(exc, folder, where, trust_remote_code)) from None
+    if getattr(tokenizer, "backend_tokenizer", None) is None:
+        raise ConfigError(
+            f"{where}: {folder} has no fast tokenizer (tokenizer.json), which hf: needs;"
+            " save one with AutoTokenizer.from_pretrained(..., use_fast=True).save_pretrained"
+        )
+    return dict(config.to_dict()), tokenizer, model
 
 
 def _check_head(config: Any, folder: Path, where: str) -> None:

@@ -41,6 +41,7 @@ __all__ = [
     "id2label",
     "model_folder",
     "model_limit",
+    "optional_json",
     "read_json",
     "resolve_labels",
 ]
@@ -93,6 +94,11 @@ def read_json(path: Path, *, kind: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{kind}: {path} is not a JSON object")
     return data
+
+
+def optional_json(path: Path, *, kind: str) -> dict[str, Any]:
+    """:func:`read_json` of ``path``, or ``{}`` when there is no such file."""
+    return read_json(path, kind=kind) if path.is_file() else {}
 
 
 def folder_digest(folder: Path, *, code: bool = False) -> str:

@@ -21,19 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from shieldbench.defenses.models._classifier import (
+    Backend,
     SequenceClassifier,
     TokenFrame,
-    make_windowing,
-    version_string,
+    build_classifier,
 )
 from shieldbench.defenses.models._model_files import (
     ClassifierOptions,
     folder_digest,
-    id2label,
     model_folder,
-    model_limit,
-    read_json,
-    resolve_labels,
+    optional_json,
 )
 from shieldbench.errors import ConfigError, PluginUnavailableError
 from shieldbench.registry import defenses
@@ -82,45 +79,68 @@ def load_onnx_classifier(
 ) -> SequenceClassifier:
     """Load the ONNX classifier at ``path`` (a folder or its ``.onnx`` file) as a defense."""
     try:
-        import numpy as np
         import onnxruntime as ort
         from tokenizers import Tokenizer
     except ImportError as exc:
         raise PluginUnavailableError("onnx", exc.name or "onnxruntime", ONNX_INSTALL_HINT) from exc
     graph = _graph_file(path, where)
     folder = graph.parent
-    config = (
-        read_json(folder / "config.json", kind=where) if (folder / "config.json").is_file() else {}
-    )
-    if labels is not None:
-        names = [n.strip() for n in labels.split("|")]
-        if not all(names):
-            raise ConfigError(f"{where}: labels= needs names separated by '|', got {labels!r}")
-        config = {**config, "id2label": dict(enumerate(names))}
-    elif "id2label" not in config:
-        raise ConfigError(
-            f"{where}: no config.json with id2label beside {graph.name}: copy the model's"
-            " config.json there, or name the outputs with labels=NAME|NAME"
-        )
+    config = _config(folder, graph, labels, where)
     if not (folder / "tokenizer.json").is_file():
         raise ConfigError(
             f"{where}: no tokenizer.json beside {graph.name} in {folder}: save the model's fast"
             " tokenizer there (AutoTokenizer.from_pretrained(...).save_pretrained(DIR))"
         )
-    multi = config.get("problem_type") == "multi_label_classification"
-    resolved = resolve_labels(
-        id2label(config, where=where), options.label, where=where, multi_label=multi
-    )
     pad = config.get("pad_token_id")
-    tokens = TokenFrame(
-        Tokenizer.from_file(str(folder / "tokenizer.json")),
-        pad_id=pad if isinstance(pad, int) else None,
+    session, forward = _session(ort, graph, options, where)
+    facts = {
+        "backend": f"onnxruntime {ort.__version__}",
+        "path": str(graph),
+        "architecture": ", ".join(config.get("architectures") or ["unknown (no config.json)"]),
+        "parameters": lambda: _parameter_count(graph),
+        "device": ", ".join(session.get_providers()),
+        "dtype": "as exported",
+        "threads": options.threads or "onnxruntime's default",
+        "trust_remote_code": False,
+    }
+    return build_classifier(
+        "onnx",
+        where=where,
+        name=f"onnx:{folder.name}",
+        config=config,
+        tokenizer_config=optional_json(folder / "tokenizer_config.json", kind=where),
+        tokens=TokenFrame(
+            Tokenizer.from_file(str(folder / "tokenizer.json")),
+            pad_id=pad if isinstance(pad, int) else None,
+        ),
+        options=options,
+        backend=forward,
+        digest=folder_digest(folder),
+        facts=facts,
+        distribution="onnxruntime",
     )
-    tok_config_path = folder / "tokenizer_config.json"
-    tok_config = read_json(tok_config_path, kind=where) if tok_config_path.is_file() else {}
-    windowing = make_windowing(
-        options, limit=model_limit(config, tok_config), specials=tokens.specials, where=where
-    )
+
+
+def _config(folder: Path, graph: Path, labels: str | None, where: str) -> dict[str, Any]:
+    """``config.json`` beside the graph, with ``labels=`` as its ``id2label`` when given."""
+    config = optional_json(folder / "config.json", kind=where)
+    if labels is not None:
+        names = [n.strip() for n in labels.split("|")]
+        if not all(names):
+            raise ConfigError(f"{where}: labels= needs names separated by '|', got {labels!r}")
+        return {**config, "id2label": dict(enumerate(names))}
+    if "id2label" not in config:
+        raise ConfigError(
+            f"{where}: no config.json with id2label beside {graph.name}: copy the model's"
+            " config.json there, or name the outputs with labels=NAME|NAME"
+        )
+    return config
+
+
+def _session(ort: Any, graph: Path, options: ClassifierOptions, where: str) -> tuple[Any, Backend]:
+    """The ONNX Runtime session and the backend feeding it by input name."""
+    import numpy as np
+
     session_options = ort.SessionOptions()
     session_options.intra_op_num_threads = options.threads
     session_options.inter_op_num_threads = 1
@@ -130,8 +150,7 @@ def load_onnx_classifier(
     except Exception as exc:  # onnxruntime raises its own exception types
         raise ConfigError(f"{where}: cannot load {graph}: {type(exc).__name__}: {exc}") from None
     inputs = {i.name: i for i in session.get_inputs()}
-    unknown = sorted(set(inputs) - set(_FEEDS))
-    if unknown or "input_ids" not in inputs:
+    if set(inputs) - set(_FEEDS) or "input_ids" not in inputs:
         raise ConfigError(
             f"{where}: {graph.name} takes inputs {', '.join(inputs)}; onnx: feeds"
             f" {', '.join(_FEEDS)} (input_ids required)"
@@ -145,33 +164,7 @@ def load_onnx_classifier(
         run = {n: feeds[n].astype(dtypes[n], copy=False) for n in inputs}
         return session.run([output], run)[0]
 
-    digest = folder_digest(folder)
-    version = version_string(
-        "onnx", digest=digest, labels=resolved, threshold=options.threshold, windowing=windowing
-    )
-    facts = {
-        "backend": f"onnxruntime {ort.__version__}",
-        "path": str(graph),
-        "architecture": ", ".join(config.get("architectures") or ["unknown (no config.json)"]),
-        "parameters": lambda: _parameter_count(graph),
-        "device": ", ".join(session.get_providers()),
-        "dtype": "as exported",
-        "threads": options.threads or "onnxruntime's default",
-        "trust_remote_code": False,
-        "weights_sha256": digest,
-    }
-    return SequenceClassifier(
-        name=f"onnx:{folder.name}",
-        version=version,
-        backend=forward,
-        tokens=tokens,
-        labels=resolved,
-        windowing=windowing,
-        threshold=options.threshold,
-        batch_size=options.batch_size,
-        facts=facts,
-        distribution="onnxruntime",
-    )
+    return session, forward
 
 
 def _parameter_count(graph: Path) -> int | str:
