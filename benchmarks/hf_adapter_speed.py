@@ -19,8 +19,10 @@ Per batch of 32 texts:
   ``session.run``, a softmax;
 - adapters: ``check_batch(batch)`` of ``hf(DIR, threads=T)`` and ``onnx(DIR, threads=T)``.
 
-Both sides use the same thread count (``--threads``, default 2). Rounds alternate
-adapter and bare loop; the figure is the median texts per second over the rounds.
+Both sides use the same thread count (``--threads``, default 2). Each batch runs
+through both sides back to back (which goes first alternates), after one untimed pass
+over all texts, so load changes on a shared machine hit both alike; the figure is
+texts per second over all rounds.
 
 Run: ``python benchmarks/hf_adapter_speed.py [--quick] [--threads 2] [--hf DIR] [--onnx DIR]``;
 the output is written to ``benchmarks/results/hf_adapter_speed.txt`` unless ``--no-save``.
@@ -34,7 +36,6 @@ import datetime
 import io
 import os
 import platform
-import statistics
 import sys
 import tempfile
 import time
@@ -140,34 +141,41 @@ def bare_onnxruntime(folder: Path, threads: int) -> Callable[[Sequence[str]], An
     return run
 
 
-def texts_per_second(fn: Callable[[Sequence[str]], Any], texts: Sequence[str]) -> float:
-    start = time.perf_counter()
-    for i in range(0, len(texts), BATCH):
-        fn(texts[i : i + BATCH])
-    return len(texts) / (time.perf_counter() - start)
-
-
 def compare(
     label: str, adapter: Any, bare: Callable[[Sequence[str]], Any], texts: list[str], rounds: int
 ) -> float:
+    """Adapter vs bare loop, batch by batch, alternating which goes first.
+
+    Each batch of 32 texts is run by both sides back to back, so a change in the
+    machine's load hits both alike; the ratio is total bare time over total adapter
+    time (texts per second of the adapter over those of the bare loop).
+    """
     verdicts = adapter.check_batch(texts)
     if max(v.details["windows"] for v in verdicts) > 1:
         raise SystemExit(f"{label}: a text needs several windows; pick shorter texts")
-    a_scores = np.array([v.score for v in verdicts[:BATCH]])
-    b_scores = np.concatenate([bare(texts[:BATCH])])
-    gap = float(np.max(np.abs(a_scores - b_scores)))
-    texts_per_second(lambda b: adapter.check_batch(b), texts[:BATCH])  # warm-up
-    texts_per_second(bare, texts[:BATCH])
-    ours, theirs = [], []
+    gap = float(np.max(np.abs(np.array([v.score for v in verdicts[:BATCH]]) - bare(texts[:BATCH]))))
+    sides: dict[str, Callable[[Sequence[str]], Any]] = {
+        "adapter": adapter.check_batch,
+        "bare": bare,
+    }
+    spent = {"adapter": 0.0, "bare": 0.0}
+    turn = 0
     for _ in range(rounds):
-        ours.append(texts_per_second(lambda b: adapter.check_batch(b), texts))
-        theirs.append(texts_per_second(bare, texts))
-    a, b = statistics.median(ours), statistics.median(theirs)
+        for i in range(0, len(texts), BATCH):
+            batch = texts[i : i + BATCH]
+            order = ["adapter", "bare"] if turn % 2 == 0 else ["bare", "adapter"]
+            turn += 1
+            for side in order:
+                start = time.perf_counter()
+                sides[side](batch)
+                spent[side] += time.perf_counter() - start
+    n = rounds * len(texts)
+    ours, theirs = n / spent["adapter"], n / spent["bare"]
     print(
-        f"{label:<16} adapter {a:8.1f} texts/s   bare {b:8.1f} texts/s   ratio {a / b:5.2f}x"
-        f"   max |score gap| {gap:.1e}"
+        f"{label:<16} adapter {ours:8.1f} texts/s   bare {theirs:8.1f} texts/s"
+        f"   ratio {ours / theirs:5.2f}x   max |score gap| {gap:.1e}"
     )
-    return a / b
+    return ours / theirs
 
 
 def main(argv: Sequence[str] | None = None) -> int:
