@@ -22,7 +22,10 @@ Per batch of 32 texts:
 Both sides use the same thread count (``--threads``, default 2). Each batch runs
 through both sides back to back (which goes first alternates), after one untimed pass
 over all texts, so load changes on a shared machine hit both alike; the figure is
-texts per second over all rounds.
+texts per second over all rounds. It also reports the share of the adapter's time
+spent outside the model call (tokenizing, windows, padding, probabilities, verdicts),
+which does not depend on how loaded the machine is: a share of x% bounds the
+adapter's cost over a bare loop doing the same model calls at about x%.
 
 Run: ``python benchmarks/hf_adapter_speed.py [--quick] [--threads 2] [--hf DIR] [--onnx DIR]``;
 the output is written to ``benchmarks/results/hf_adapter_speed.txt`` unless ``--no-save``.
@@ -158,7 +161,17 @@ def compare(
         "adapter": adapter.check_batch,
         "bare": bare,
     }
-    spent = {"adapter": 0.0, "bare": 0.0}
+    spent = {"adapter": 0.0, "bare": 0.0, "model": 0.0}
+    model = adapter.backend
+
+    def timed_model(ids: Any, mask: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return model(ids, mask)
+        finally:
+            spent["model"] += time.perf_counter() - start
+
+    adapter.backend = timed_model  # the adapter's own work is what is left outside it
     turn = 0
     for _ in range(rounds):
         for i in range(0, len(texts), BATCH):
@@ -169,11 +182,17 @@ def compare(
                 start = time.perf_counter()
                 sides[side](batch)
                 spent[side] += time.perf_counter() - start
+    adapter.backend = model
     n = rounds * len(texts)
     ours, theirs = n / spent["adapter"], n / spent["bare"]
+    outside = 1.0 - spent["model"] / spent["adapter"]
     print(
         f"{label:<16} adapter {ours:8.1f} texts/s   bare {theirs:8.1f} texts/s"
         f"   ratio {ours / theirs:5.2f}x   max |score gap| {gap:.1e}"
+    )
+    print(
+        f"{'':<16} adapter time outside the model call (tokenizing, windows, padding,"
+        f" verdicts): {100 * outside:.1f}%"
     )
     return ours / theirs
 
