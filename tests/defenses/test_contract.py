@@ -3,9 +3,11 @@
 The registry is iterated at collection time, so a defense registered later (by
 another module or a third-party entry point) is covered without editing this file.
 Each is built from its ``PluginInfo.example`` spec; network defenses from a recipe
-that points them at a loopback server started here. A registered defense that can be
-built neither way FAILS the suite: give it an ``example=``. A plugin whose optional
-package is missing is skipped with its install hint.
+that points them at a loopback server started here, and model-folder defenses
+(``hf``, ``onnx``) from a recipe over tiny classifiers written by the tests. A
+registered defense that can be built neither way FAILS the suite: give it an
+``example=``. A plugin whose optional package is missing is skipped with its
+install hint.
 
 Compositions mixing sync and network children (``MIXES``) are checked as well, so
 that their async paths are covered.
@@ -42,6 +44,14 @@ RECIPES = {
     "llm": "llm(contract-model, base_url={llm}/v1, timeout=10)",
     "openai": "openai:contract-model@{llm}/v1",
     "python": "python(shieldbench.defenses.pattern:PatternDefense, threshold=0.6)",
+}
+
+# Defenses over a model folder: built on the tiny random-weight classifiers that
+# tests/defenses/_tiny_models.py writes ({deberta2}: SAFE / INJECTION, {onnx3}: BENIGN /
+# INJECTION / JAILBREAK exported to ONNX), small windows so the 100 KB text is windowed.
+MODEL_RECIPES = {
+    "hf": "hf({deberta2}, label=INJECTION, batch_size=8)",
+    "onnx": "onnx({onnx3}, window=20, batch_size=16)",
 }
 
 # Compositions mixing sync and network children: their async paths get the contract too.
@@ -83,7 +93,10 @@ def servers(loopback_session: Any) -> dict[str, str]:
     return {"guard": kit.serve(guard).url, "llm": kit.serve(llm).url}
 
 
-def _spec_for(info: PluginInfo, servers: dict[str, str]) -> str:
+def _spec_for(info: PluginInfo, servers: dict[str, str], request: pytest.FixtureRequest) -> str:
+    if info.name in MODEL_RECIPES and info.example is None:
+        models = request.getfixturevalue("tiny_models")
+        return MODEL_RECIPES[info.name].format(**vars(models))
     recipe = RECIPES.get(info.name)
     if recipe is not None and (info.example is None or info.name in ("http", "llm", "openai")):
         return recipe.format(**servers)
@@ -113,7 +126,7 @@ def defense(request: pytest.FixtureRequest, servers: dict[str, str]) -> Iterator
         missing = info.missing_module()
         if missing is not None:
             pytest.skip(f"{info.name}: {missing} is not installed ({info.install_hint})")
-        spec = _spec_for(info, servers)
+        spec = _spec_for(info, servers, request)
     try:
         built = build_defense(spec)
     except PluginUnavailableError as exc:
@@ -218,7 +231,7 @@ def test_safe_under_concurrent_calls_from_threads(
 def test_every_registered_defense_is_covered() -> None:
     assert {p.name for p in PLUGINS} == set(registry.names())
     for info in PLUGINS:
-        assert info.example is not None or info.name in RECIPES, (
+        assert info.example is not None or info.name in RECIPES | MODEL_RECIPES, (
             f"{info.name!r} has no example= spec and no recipe in this suite"
         )
 

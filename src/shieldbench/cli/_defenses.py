@@ -1,7 +1,9 @@
-"""``shieldbench defenses list`` and ``shieldbench check``: what defenses exist, what they say.
+"""``shieldbench defenses list|inspect`` and ``shieldbench check``: what defenses say.
 
 Thin commands over :mod:`shieldbench.defenses`: ``defenses list`` shows every
 registered defense (availability, usage, description, install hint, example spec);
+``defenses inspect SPEC`` builds one and prints what it resolved to (for a model:
+labels, max length, parameters, device, what the score means, its version);
 ``check`` screens one text with one or more defenses and prints each verdict.
 """
 
@@ -94,6 +96,52 @@ def _print_table(plugins: list[Any]) -> None:
             status = Text(f"no ({missing})", style="red")
             extra = Text(p.install_hint or f"install the package providing {missing}")
         table.add_row(Text(p.name, style="bold"), status, Text(p.usage), Text(p.description), extra)
+    console.print(table)
+
+
+@defenses_app.command("inspect")
+def inspect_defense(
+    spec: Annotated[
+        str, typer.Argument(help="A defense spec, e.g. 'hf(models/pg, label=INJECTION)'.")
+    ],
+    as_json: _JSON = False,
+) -> None:
+    """Build a defense and print what its spec resolved to, before a long run.
+
+    Every defense: its name, version and how the engine will call it. A model
+    (``hf:``, ``onnx:``) adds its path, architecture, parameter count, device and
+    dtype, its labels (the attack ones marked), what the score means, the
+    threshold, max length and how long texts are windowed. A spec that does not
+    build (missing folder, unknown label, missing extra) exits 2 with one line.
+    """
+    built = build_defense(spec)
+    try:
+        describe = getattr(built, "describe", None)
+        facts: dict[str, Any] = dict(describe()) if callable(describe) else {}
+        calls = [c for c in ("check_batch", "acheck") if callable(getattr(built, c, None))]
+        row: dict[str, Any] = {
+            "spec": spec,
+            "name": built.name,
+            "version": defense_version(built),
+            "calls": ", ".join([*calls, "check"]),
+            **facts,
+        }
+    finally:
+        close = getattr(built, "close", None)
+        if close is not None:
+            close()
+    if as_json:
+        _echo_json(row)
+        return
+    table = Table(title="Defense", show_header=False, show_lines=False)
+    table.add_column("field", style="bold")
+    table.add_column("value", overflow="fold")
+    for key, value in row.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k}: {v}" for k, v in value.items())
+        elif isinstance(value, int) and not isinstance(value, bool) and key == "parameters":
+            value = f"{value:,}"
+        table.add_row(key.replace("_", " "), Text("-" if value is None else str(value)))
     console.print(table)
 
 

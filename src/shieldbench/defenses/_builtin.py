@@ -16,6 +16,8 @@ import shieldbench.defenses.compose._recommended  # recommended
 import shieldbench.defenses.compose._routing  # tiered, dual
 import shieldbench.defenses.compose._wrappers  # fail_closed, fail_open, dedup
 import shieldbench.defenses.models._embedding_lr  # embedding-lr
+import shieldbench.defenses.models._hf  # hf
+import shieldbench.defenses.models._onnx  # onnx
 import shieldbench.defenses.models._semantic  # semantic
 import shieldbench.defenses.models._shift  # topic-shift
 import shieldbench.defenses.models.shieldguard._defense  # shieldguard

@@ -8,4 +8,9 @@
 - ``_training``: :func:`~shieldbench.defenses.train_embedding_head`, what
   ``shieldbench train`` runs; ``_default_head`` rebuilds the shipped head.
 - ``_shift``: ``topic-shift``, a sentence foreign to the rest of a document.
+- ``_hf``, ``_onnx``: ``hf:DIR`` and ``onnx:DIR``, any local sequence classifier
+  (PyTorch through transformers, or ONNX Runtime), over ``_classifier`` (tokens,
+  windows, batches, labels, verdicts) and ``_model_files`` (folders, identity hash,
+  label maps, options).
+- ``_windows``: overlapping token windows, shared with ``shieldguard``.
 """

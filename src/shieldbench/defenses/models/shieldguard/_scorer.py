@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from shieldbench.defenses.models._windows import windows as shared_windows
 from shieldbench.defenses.models.shieldguard._fit import head_tail
 from shieldbench.errors import ConfigError
 
@@ -28,12 +29,11 @@ STRIDE = 190
 
 
 def windows(ids: Sequence[int], *, window: int = WINDOW, stride: int = STRIDE) -> list[list[int]]:
-    """Overlapping windows covering every token of ``ids`` (one window when it fits)."""
-    if len(ids) <= window:
-        return [list(ids)]
-    starts = list(range(0, len(ids) - window, stride))
-    starts.append(len(ids) - window)
-    return [list(ids[s : s + window]) for s in starts]
+    """Overlapping windows covering every token of ``ids`` (one window when it fits).
+
+    shieldguard's defaults over the shared :func:`shieldbench.defenses.models._windows.windows`.
+    """
+    return shared_windows(ids, window=window, stride=stride)
 
 
 class Scorer:
