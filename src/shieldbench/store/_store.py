@@ -17,6 +17,19 @@ from shieldbench.errors import StoreError
 from shieldbench.store._git import git_info
 from shieldbench.store._models import AlertRow, AttackRow, RunRow
 from shieldbench.store._open import StoreEngine, open_engine, resolve_url
+from shieldbench.store._read import (
+    AttackInfo,
+    Flip,
+    OutcomePage,
+    RunPage,
+    StoredOutcome,
+    attack_infos,
+    flips,
+    outcome_at,
+    outcome_page,
+    run_page,
+    sample_facets,
+)
 from shieldbench.store._runs import RunInfo, filtered, list_runs, newest, read_run
 from shieldbench.store._runwrite import insert_run
 from shieldbench.types import Run
@@ -188,6 +201,69 @@ class Store:
         same = [r for r in rows if dataset_hash is not None and r.dataset_hash == dataset_hash]
         return (same or rows)[0].run_id
 
+    # -- browsing (the viewer): paged, filtered in SQL -----------------------------
+
+    def run_page(
+        self,
+        *,
+        defense: str | None = None,
+        dataset: str | None = None,
+        tags: Mapping[str, str] | None = None,
+        commit: str | None = None,
+        source: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        sort: str = "started",
+        descending: bool = True,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> RunPage:
+        """One page of the runs matching every filter (see :func:`_read.run_page`):
+        ``defense`` / ``dataset`` match a substring of the spec, ``commit`` a prefix;
+        ``sort`` is one of :data:`RUN_SORTS`."""
+        with self.session() as s:
+            return run_page(
+                s,
+                defense=defense,
+                dataset=dataset,
+                tags=tags,
+                commit=commit,
+                source=source,
+                since=since,
+                until=until,
+                sort=sort,
+                descending=descending,
+                offset=offset,
+                limit=limit,
+            )
+
+    def outcome_page(self, ref: str, **filters: Any) -> OutcomePage:
+        """One page of run ``ref``'s samples with their outcomes, filtered by outcome
+        kind, score range, text, category, tier, source, label, positions (the
+        keyword arguments of :func:`shieldbench.store._read.outcome_page`)."""
+        with self.session() as s:
+            return outcome_page(s, self.resolve(ref, session=s), **filters)
+
+    def outcome(self, ref: str, position: int) -> StoredOutcome:
+        """Run ``ref``'s sample at ``position`` with its outcome."""
+        with self.session() as s:
+            return outcome_at(s, self.resolve(ref, session=s), position)
+
+    def sample_facets(self, ref: str) -> dict[str, list[str]]:
+        """The distinct categories, tiers and sources of run ``ref``'s samples."""
+        with self.session() as s:
+            return sample_facets(s, self.resolve(ref, session=s))
+
+    def flips(self, ref_a: str, ref_b: str) -> tuple[Flip, ...]:
+        """The samples whose verdict differs between two runs of the same samples."""
+        with self.session() as s:
+            return flips(s, self.resolve(ref_a, session=s), self.resolve(ref_b, session=s))
+
+    def attack_infos(self, *, limit: int = 200) -> tuple[AttackInfo, ...]:
+        """The newest stored adaptive attacks, newest first, without their documents."""
+        with self.session() as s:
+            return attack_infos(s, limit=limit)
+
     # -- attacks --------------------------------------------------------------------
 
     def add_attack(
@@ -329,6 +405,7 @@ def open_store(
     env: Mapping[str, str] | None = None,
     busy_timeout_s: float = 10.0,
     create: bool = True,
+    read_only: bool = False,
 ) -> Store:
     """Open (creating and migrating as needed) the history database.
 
@@ -337,6 +414,11 @@ def open_store(
     Raises :class:`~shieldbench.errors.StoreError` with one line naming the database
     when it cannot connect, is not a history, or was written by a newer shieldbench;
     with ``create=False`` also when the SQLite file does not exist yet.
+    ``read_only=True`` opens it for reading only (see
+    :func:`~shieldbench.store._open.open_engine`): nothing created, migrated or set;
+    every write fails.
     """
     url, _default = resolve_url(db, env=env, cwd=cwd)
-    return Store(open_engine(url, busy_timeout_s=busy_timeout_s, create=create))
+    return Store(
+        open_engine(url, busy_timeout_s=busy_timeout_s, create=create, read_only=read_only)
+    )
