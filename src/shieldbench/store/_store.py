@@ -17,18 +17,22 @@ from shieldbench.errors import StoreError
 from shieldbench.store._git import git_info
 from shieldbench.store._models import AlertRow, AttackRow, RunRow
 from shieldbench.store._open import StoreEngine, open_engine, resolve_url
-from shieldbench.store._read import (
-    AttackInfo,
-    Flip,
+from shieldbench.store._outcomes import (
     OutcomePage,
-    RunPage,
     StoredOutcome,
-    attack_infos,
-    flips,
     outcome_at,
     outcome_page,
-    run_page,
     sample_facets,
+)
+from shieldbench.store._read import (
+    AttackInfo,
+    DatasetVersion,
+    Flip,
+    RunPage,
+    attack_infos,
+    dataset_versions,
+    flips,
+    run_page,
 )
 from shieldbench.store._runs import RunInfo, filtered, list_runs, newest, read_run
 from shieldbench.store._runwrite import insert_run
@@ -258,6 +262,11 @@ class Store:
         """The samples whose verdict differs between two runs of the same samples."""
         with self.session() as s:
             return flips(s, self.resolve(ref_a, session=s), self.resolve(ref_b, session=s))
+
+    def dataset_versions(self, *, limit: int = 500) -> tuple[DatasetVersion, ...]:
+        """Every dataset version (content hash) measured, most recently measured first."""
+        with self.session() as s:
+            return dataset_versions(s, limit=limit)
 
     def attack_infos(self, *, limit: int = 200) -> tuple[AttackInfo, ...]:
         """The newest stored adaptive attacks, newest first, without their documents."""
