@@ -163,9 +163,8 @@ def line_chart(
             out.append(f'<polyline class="line s{i % 6}" points="{pts}"><title>')
             out.append(f"{escape(s.name)}</title></polyline>")
         for x, y in s.points if len(s.points) <= 60 else ():
-            out.append(
-                f'<circle class="dot s{i % 6}" cx="{_f(kx * x + bx)}" cy="{_f(ky * y + by)}" r="3"/>'
-            )
+            cx, cy = _f(kx * x + bx), _f(ky * y + by)
+            out.append(f'<circle class="dot s{i % 6}" cx="{cx}" cy="{cy}" r="3"/>')
         for x, y, what in s.marks:
             out.append(
                 f'<circle class="ring" cx="{_f(kx * x + bx)}" cy="{_f(ky * y + by)}" r="7">'
