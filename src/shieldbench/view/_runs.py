@@ -34,6 +34,8 @@ def _day(text: str | None, name: str, *, end: bool = False) -> datetime | None:
 def _tags(values: list[str]) -> dict[str, str]:
     tags = {}
     for value in values:
+        if not value:
+            continue  # an empty field of the filter form
         key, eq, tag_value = value.partition("=")
         if not eq or not key:
             raise BadRequest(f"tag={value!r}: write a tag filter as KEY=VALUE")
