@@ -1,11 +1,14 @@
-"""A stored run's samples beside their outcomes: paged, filtered, one at a time.
+"""A stored run's samples beside their outcomes: filtered, paged, one at a time.
 
-Outcome columns (status, blocked, score) are filtered in SQL. A sample's own fields
-(label, category, tier, source, text) live in the run's sample document (see
-:mod:`shieldbench.store._samples`), not in rows: each document is read once and kept
-in a small in-process cache keyed by its sha256 (content-addressed, so an entry can
-never be stale) as column lists, which filter 100,000 samples in milliseconds. Only
-the page's rows are then read whole.
+A sample's own fields (label, category, tier, source, text) live in the run's sample
+document (see :mod:`shieldbench.store._samples`), not in rows; the outcome columns
+that decide a verdict (status, blocked, score) are rows. Filtering 100,000 outcomes
+per request by reading them from SQL costs about a second on a loaded 2-core machine,
+so both are read once and kept as compact column arrays in small in-process caches:
+a sample document by its sha256 (content-addressed), a run's verdict columns by its
+row key and the time it was recorded (a stored run is never modified: a re-run under
+the same id is a new row). A filter is then a few vectorised comparisons, and only
+the rows of the requested page are read whole from SQL.
 """
 
 from __future__ import annotations
@@ -13,15 +16,17 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from sqlalchemy import ColumnElement, and_, or_, select
+import numpy as np
+from numpy.typing import NDArray
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from shieldbench.errors import StoreError
-from shieldbench.store._models import OutcomeRow, SampleSetRow
+from shieldbench.store._models import OutcomeRow, RunRow, SampleSetRow
 from shieldbench.store._read import run_row
 
 __all__ = [
@@ -35,6 +40,8 @@ __all__ = [
     "sample_columns",
     "sample_facets",
 ]
+
+T = TypeVar("T")
 
 OutcomeKind = Literal["bypass", "false_positive", "blocked", "allowed", "error", "timeout"]
 OUTCOME_KINDS: tuple[OutcomeKind, ...] = (
@@ -75,7 +82,11 @@ class StoredOutcome:
     @property
     def kind(self) -> str:
         """``bypass``, ``false_positive``, ``blocked``, ``allowed``, ``error`` or ``timeout``."""
-        return _kind(self.status, self.blocked, self.label)
+        if self.status != "ok":
+            return self.status
+        if self.label == "attack":
+            return "blocked" if self.blocked else "bypass"
+        return "false_positive" if self.blocked else "allowed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,50 +99,117 @@ class OutcomePage:
     limit: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class SampleColumns:
-    """A sample document as columns (position order), for filtering without rows."""
+    """A sample document as columns, in position order: the records themselves, the
+    case-folded texts (search), whether each is an attack, and each of category /
+    tier / source as integer codes into its sorted distinct values."""
 
     digest: str
     records: tuple[list[Any], ...]
     lowered: tuple[str, ...]
+    attack: NDArray[np.bool_]
+    codes: Mapping[str, NDArray[np.int32]]
+    values: Mapping[str, tuple[str, ...]]
 
     def __len__(self) -> int:
         return len(self.records)
 
-    def label(self, i: int) -> str:
-        return str(self.records[i][2])
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Verdicts:
+    """A run's verdict columns by position: status (0 ok, 1 error, 2 timeout),
+    blocked, score (NaN: none)."""
+
+    status: NDArray[np.int8]
+    blocked: NDArray[np.bool_]
+    score: NDArray[np.float64]
 
 
-_CACHE_SIZE = 8
-_cache: OrderedDict[str, SampleColumns] = OrderedDict()
-_cache_lock = threading.Lock()
+_FACETS = {"category": 3, "tier": 6, "source": 7}
+_STATUS = {"ok": 0, "error": 1, "timeout": 2}
+
+
+class _Lru:
+    def __init__(self, size: int) -> None:
+        self._size, self._items, self._lock = size, OrderedDict[Hashable, Any](), threading.Lock()
+
+    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                hit: T = self._items[key]
+                return hit
+        value = compute()
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return value
+
+
+_documents = _Lru(8)
+_verdicts = _Lru(16)
+
+
+def _columns(digest: str, data: bytes) -> SampleColumns:
+    records = tuple(json.loads(bytes(data).decode("utf-8", "surrogatepass")))
+    codes, values = {}, {}
+    for name, i in _FACETS.items():
+        distinct = sorted({str(r[i]) for r in records if r[i]})
+        index = {v: k for k, v in enumerate(distinct)}
+        codes[name] = np.fromiter(
+            (index[str(r[i])] if r[i] else -1 for r in records), np.int32, len(records)
+        )
+        values[name] = tuple(distinct)
+    attack = np.fromiter((r[2] == "attack" for r in records), np.bool_, len(records))
+    lowered = tuple(str(r[1]).casefold() for r in records)
+    return SampleColumns(digest, records, lowered, attack, codes, values)
 
 
 def sample_columns(session: Session, digest: str) -> SampleColumns:
     """The sample document ``digest`` as columns (cached: documents never change)."""
-    with _cache_lock:
-        hit = _cache.get(digest)
-        if hit is not None:
-            _cache.move_to_end(digest)
-            return hit
-    data = session.scalar(select(SampleSetRow.data).where(SampleSetRow.digest == digest))
-    if data is None:
-        raise StoreError(f"the sample document {digest} is missing from the history")
-    records = tuple(json.loads(bytes(data).decode("utf-8", "surrogatepass")))
-    columns = SampleColumns(digest, records, tuple(str(r[1]).casefold() for r in records))
-    with _cache_lock:
-        _cache[digest] = columns
-        while len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
-    return columns
+
+    def read() -> SampleColumns:
+        data = session.scalar(select(SampleSetRow.data).where(SampleSetRow.digest == digest))
+        if data is None:
+            raise StoreError(f"the sample document {digest} is missing from the history")
+        return _columns(digest, data)
+
+    return _documents.get(digest, read)
 
 
-def _kind_condition(kind: OutcomeKind) -> ColumnElement[bool]:
-    if kind in ("error", "timeout"):
-        return OutcomeRow.status == kind
-    blocked = kind in ("false_positive", "blocked")
-    return and_(OutcomeRow.status == "ok", OutcomeRow.blocked.is_(blocked))
+def _verdict_columns(session: Session, row: RunRow) -> _Verdicts:
+    def read() -> _Verdicts:
+        n = row.n_samples
+        status = np.full(n, 1, np.int8)
+        blocked = np.zeros(n, np.bool_)
+        score = np.full(n, np.nan)
+        query = select(
+            OutcomeRow.position, OutcomeRow.status, OutcomeRow.blocked, OutcomeRow.score
+        ).where(OutcomeRow.run_pk == row.pk)
+        for p, st, b, sc in session.execute(query):
+            status[p] = _STATUS.get(st, 1)
+            blocked[p] = bool(b)
+            if sc is not None:
+                score[p] = sc
+        return _Verdicts(status, blocked, score)
+
+    where = str(session.get_bind().engine.url)
+    return _verdicts.get((where, row.pk, row.recorded.isoformat()), read)
+
+
+def _kind_mask(kinds: Sequence[str], v: _Verdicts, attack: NDArray[np.bool_]) -> Any:
+    ok = v.status == 0
+    masks = {
+        "bypass": ok & attack & ~v.blocked,
+        "blocked": ok & attack & v.blocked,
+        "false_positive": ok & ~attack & v.blocked,
+        "allowed": ok & ~attack & ~v.blocked,
+        "error": v.status == 1,
+        "timeout": v.status == 2,
+    }
+    return np.logical_or.reduce([masks[k] for k in kinds])
 
 
 def outcome_page(
@@ -150,12 +228,13 @@ def outcome_page(
     offset: int = 0,
     limit: int = 50,
 ) -> OutcomePage:
-    """A page of run ``run_id``'s outcomes matching every filter, in position order.
+    """A page of run ``run_id``'s samples matching every filter, in position order.
 
-    ``kinds`` (any of :data:`OUTCOME_KINDS`) and the score range are SQL conditions;
-    the sample's fields (``search``: case-insensitive substring of the text;
-    ``category``, ``tier``, ``source``, ``label``: exact) filter the cached sample
-    columns; ``positions`` restricts to those positions (a comparison's flips).
+    ``kinds``: any of :data:`OUTCOME_KINDS` (a bypass is an attack let through, a
+    false positive a benign sample blocked); ``search``: a case-insensitive
+    substring of the text; ``category`` / ``tier`` / ``source`` / ``label``: exact;
+    a score range keeps only scored outcomes inside it (bounds included);
+    ``positions``: only those (a comparison's flips).
     """
     if offset < 0 or not 1 <= limit <= 1000:
         raise StoreError(f"offset {offset} / limit {limit}: offset >= 0, limit 1..1000")
@@ -164,61 +243,37 @@ def outcome_page(
         raise StoreError(f"outcome kind {unknown[0]!r}: choose from {', '.join(OUTCOME_KINDS)}")
     row = run_row(session, run_id)
     columns = sample_columns(session, row.sample_set)
-    conditions: list[ColumnElement[bool]] = [OutcomeRow.run_pk == row.pk]
-    if kinds:
-        conditions.append(or_(*(_kind_condition(k) for k in kinds)))
-    if score_min is not None:
-        conditions.append(OutcomeRow.score >= score_min)
-    if score_max is not None:
-        conditions.append(OutcomeRow.score <= score_max)
-    keep = _sample_filter(columns, search, category, tier, source, label)
-    wanted = set(kinds)
-    allowed = None if positions is None else set(positions)
-    query = select(OutcomeRow.position, OutcomeRow.status, OutcomeRow.blocked).where(*conditions)
-    matching = [
-        p
-        for p, status, blocked in session.execute(query.order_by(OutcomeRow.position))
-        if (allowed is None or p in allowed)
-        and (keep is None or keep(p))
-        and (not wanted or _kind(status, blocked, columns.label(p)) in wanted)
-    ]
-    page = matching[offset : offset + limit]
+    n = len(columns)
+    mask = np.ones(n, np.bool_)
+    if kinds or score_min is not None or score_max is not None:
+        v = _verdict_columns(session, row)
+        if kinds:
+            mask &= _kind_mask(kinds, v, columns.attack)
+        if score_min is not None:
+            mask &= v.score >= score_min  # NaN (no score) compares False: left out
+        if score_max is not None:
+            mask &= v.score <= score_max
+    for name, value in (("category", category), ("tier", tier), ("source", source)):
+        if value:
+            known = columns.values[name]
+            code = known.index(value) if value in known else -2
+            mask &= columns.codes[name] == code
+    if label:
+        mask &= columns.attack if label == "attack" else ~columns.attack
+    if positions is not None:
+        wanted = np.zeros(n, np.bool_)
+        inside = [p for p in positions if 0 <= p < n]
+        wanted[inside] = True
+        mask &= wanted
+    if search:
+        needle = search.casefold()
+        candidates = np.flatnonzero(mask)
+        hits = [p for p in candidates.tolist() if needle in columns.lowered[p]]
+        mask = np.zeros(n, np.bool_)
+        mask[hits] = True
+    matching = np.flatnonzero(mask)
+    page = matching[offset : offset + limit].tolist()
     return OutcomePage(_outcomes(session, row.pk, columns, page), len(matching), offset, limit)
-
-
-def _kind(status: str, blocked: bool | None, label: str) -> str:
-    if status != "ok":
-        return status
-    if label == "attack":
-        return "blocked" if blocked else "bypass"
-    return "false_positive" if blocked else "allowed"
-
-
-def _sample_filter(
-    columns: SampleColumns,
-    search: str | None,
-    category: str | None,
-    tier: str | None,
-    source: str | None,
-    label: str | None,
-) -> Any:
-    needle = search.casefold() if search else None
-    checks: list[tuple[int, str]] = [
-        (i, v) for i, v in ((3, category), (6, tier), (7, source), (2, label)) if v
-    ]
-    if needle is None and not checks:
-        return None
-    records, lowered = columns.records, columns.lowered
-
-    def keep(p: int) -> bool:
-        if p >= len(records):
-            return False
-        r = records[p]
-        if any(r[i] != v for i, v in checks):
-            return False
-        return needle is None or needle in lowered[p]
-
-    return keep
 
 
 def _outcomes(
@@ -272,9 +327,4 @@ def outcome_at(session: Session, run_id: str, position: int) -> StoredOutcome:
 def sample_facets(session: Session, run_id: str) -> dict[str, list[str]]:
     """The distinct categories, tiers and sources of run ``run_id``'s samples."""
     columns = sample_columns(session, run_row(session, run_id).sample_set)
-    facets: dict[str, set[str]] = {"category": set(), "tier": set(), "source": set()}
-    for r in columns.records:
-        for name, i in (("category", 3), ("tier", 6), ("source", 7)):
-            if r[i]:
-                facets[name].add(str(r[i]))
-    return {k: sorted(v) for k, v in facets.items()}
+    return {name: list(values) for name, values in columns.values.items()}
