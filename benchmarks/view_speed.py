@@ -39,7 +39,7 @@ from shieldbench.datasets import load_dataset
 from shieldbench.defenses import build_defense
 from shieldbench.engine import run_defense
 from shieldbench.store import Store, open_store
-from shieldbench.types import Run, RunConfig
+from shieldbench.types import RunConfig
 from shieldbench.view import create_app
 
 N_RUNS = 1_000
@@ -81,7 +81,13 @@ def _fill(db: str) -> str:
         outcomes = tuple(
             replace(core.outcomes[i % n], sample_id=samples[i].id) for i in range(N_OUTCOMES)
         )
-        big = replace(core, id="big", samples=samples, outcomes=outcomes)
+        big = replace(
+            core,
+            id="big",
+            dataset=replace(core.dataset, n_samples=N_OUTCOMES),
+            samples=samples,
+            outcomes=outcomes,
+        )
         store.add_run(big, git=(None, None))
     return "big"
 

@@ -176,7 +176,9 @@ class Browser:
             self.console.append(str(params.get("exceptionDetails", {}).get("text")))
         elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
             entry = params["entry"]
-            self.console.append(f"{entry.get('source')}: {entry.get('text')} {entry.get('url', '')}")
+            self.console.append(
+                f"{entry.get('source')}: {entry.get('text')} {entry.get('url', '')}"
+            )
         self._events.append(message)
 
     def call(self, method: str, **params: Any) -> dict[str, Any]:

@@ -40,7 +40,12 @@ def test_a_token_is_needed_on_every_request_when_set(sqlite_history: History) ->
         server = Server(store, token=TOKEN)
         try:
             with server.client() as c:
-                for path in ("/runs", "/api/runs", "/static/view.css", f"/runs/{sqlite_history.base}"):
+                for path in (
+                    "/runs",
+                    "/api/runs",
+                    "/static/view.css",
+                    f"/runs/{sqlite_history.base}",
+                ):
                     assert c.get(path).status_code == 401, path
                 assert c.get("/runs", headers={"Authorization": "Bearer wrong"}).status_code == 401
                 ok = c.get("/runs", headers={"Authorization": f"Bearer {TOKEN}"})
@@ -65,8 +70,16 @@ def test_without_a_token_only_loopback_host_names_are_answered(sqlite_viewer: Se
 
 @pytest.mark.parametrize(
     ("host", "loopback"),
-    [("127.0.0.1", True), ("127.1.2.3", True), ("::1", True), ("localhost", True),
-     ("0.0.0.0", False), ("::", False), ("192.168.1.5", False), ("example.org", False)],
+    [
+        ("127.0.0.1", True),
+        ("127.1.2.3", True),
+        ("::1", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.168.1.5", False),
+        ("example.org", False),
+    ],
 )
 def test_binding_off_loopback_needs_a_token(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
@@ -142,9 +155,19 @@ WORDS = st.sampled_from([None, "the", "IGNORE", "<script>", "zzz", "é"])
 SCORES = st.one_of(st.none(), st.floats(0, 1))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(kinds=KINDS, category=CATEGORIES, tier=TIERS, q=WORDS, lo=SCORES, hi=SCORES,
-       size=st.integers(1, 4), page=st.integers(0, 3))
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    kinds=KINDS,
+    category=CATEGORIES,
+    tier=TIERS,
+    q=WORDS,
+    lo=SCORES,
+    hi=SCORES,
+    size=st.integers(1, 4),
+    page=st.integers(0, 3),
+)
 def test_any_sample_filter_agrees_with_reading_the_whole_run(
     sqlite_history: History,
     kinds: list[str],
@@ -159,8 +182,15 @@ def test_any_sample_filter_agrees_with_reading_the_whole_run(
     with open_store(sqlite_history.url, read_only=True) as store:
         run = store.get_run(sqlite_history.base)
         got = store.outcome_page(
-            run.id, kinds=kinds, category=category, tier=tier, search=q, score_min=lo,
-            score_max=hi, offset=page * size, limit=size,
+            run.id,
+            kinds=kinds,
+            category=category,
+            tier=tier,
+            search=q,
+            score_min=lo,
+            score_max=hi,
+            offset=page * size,
+            limit=size,
         )
 
     def kind(o: object, s: object) -> str:

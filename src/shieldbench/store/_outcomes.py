@@ -179,9 +179,10 @@ def sample_columns(session: Session, digest: str) -> SampleColumns:
     return _documents.get(digest, read)
 
 
-def _verdict_columns(session: Session, row: RunRow) -> _Verdicts:
+def _verdict_columns(session: Session, row: RunRow, n: int) -> _Verdicts:
+    """Run ``row``'s verdict columns over its ``n`` samples (cached)."""
+
     def read() -> _Verdicts:
-        n = row.n_samples
         status = np.full(n, 1, np.int8)
         blocked = np.zeros(n, np.bool_)
         score = np.full(n, np.nan)
@@ -246,7 +247,7 @@ def outcome_page(
     n = len(columns)
     mask = np.ones(n, np.bool_)
     if kinds or score_min is not None or score_max is not None:
-        v = _verdict_columns(session, row)
+        v = _verdict_columns(session, row, n)
         if kinds:
             mask &= _kind_mask(kinds, v, columns.attack)
         if score_min is not None:
