@@ -66,6 +66,8 @@ def view(
             webbrowser.open(url)
     try:
         server.run()
+    except KeyboardInterrupt:
+        pass  # uvicorn re-raises Ctrl-C after its graceful shutdown: stopping is the normal end
     finally:
         store.close()
     if not server.started:
