@@ -110,6 +110,7 @@ class History:
     strict: str  # run id of `pattern(threshold=0.8)` on the same data
     other: str  # run id on other data
     attack: str
+    folder: Path  # where the CLI wrote its reports (r1/report.html: the two planted runs)
 
 
 def build_history(url: str, backend: str, work: Path) -> History:
@@ -173,7 +174,7 @@ def build_history(url: str, backend: str, work: Path) -> History:
             )
         )
         attack = store.attack_ids()[0]
-    return History(url, backend, base, strict, other_id, attack)
+    return History(url, backend, base, strict, other_id, attack, work)
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
