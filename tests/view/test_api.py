@@ -37,7 +37,7 @@ class Markup(HTMLParser):
             self.scripts.append(src or "")
             if src != "/static/view.js":
                 self.problems.append(f"script {attrs}")
-        if tag in ("iframe", "object", "embed", "meta") and tag != "meta":
+        if tag in ("iframe", "object", "embed"):
             self.problems.append(tag)
         if tag == "img" or any(n.startswith("on") for n in names) or "style" in names:
             self.problems.append(f"{tag} {attrs}")

@@ -63,7 +63,9 @@ def test_a_token_is_needed_on_every_request_when_set(sqlite_history: History) ->
 
 def test_without_a_token_only_loopback_host_names_are_answered(sqlite_viewer: Server) -> None:
     with sqlite_viewer.client() as c:
-        assert c.get("/runs", headers={"Host": "evil.example:8765"}).status_code == 401
+        for evil in ("evil.example:8765", "127.evil.example", "localhost.evil.example:80"):
+            assert c.get("/runs", headers={"Host": evil}).status_code == 401, evil
+        assert c.get("/runs", headers={"Host": "127.0.0.2:8765"}).status_code == 200
         assert c.get("/runs", headers={"Host": "localhost:8765"}).status_code == 200
         assert c.get("/runs", headers={"Host": "127.0.0.1"}).status_code == 200
 

@@ -66,7 +66,7 @@ class Guard:
     def _authorised(self, request: Request) -> bool:
         if self._token is None:
             host = _host_name(request.headers.get("host", ""))
-            return host in _LOOPBACK_NAMES or host.startswith("127.")
+            return host in _LOOPBACK_NAMES or is_loopback(host)
         auth = request.headers.get("authorization", "")
         offered = auth[7:] if auth.lower().startswith("bearer ") else request.cookies.get(COOKIE)
         return offered is not None and hmac.compare_digest(offered.encode(), self._token)
