@@ -31,6 +31,8 @@ from typing import Any
 
 __all__ = ["Browser", "find_chromium"]
 
+_TIMEOUT = 120.0  # seconds for one DevTools answer (a loaded 2-core machine is slow)
+
 _FLAGS = (
     "--headless",
     "--no-sandbox",
@@ -60,7 +62,7 @@ def find_chromium() -> str | None:
 class _Socket:
     """A minimal websocket client (text frames) over a loopback TCP socket."""
 
-    def __init__(self, url: str, timeout: float = 30.0) -> None:
+    def __init__(self, url: str, timeout: float = 120.0) -> None:
         match = re.fullmatch(r"ws://127\.0\.0\.1:(\d+)(/.*)", url)
         if match is None:
             raise ValueError(f"not a loopback DevTools websocket: {url}")
@@ -122,6 +124,9 @@ class _Socket:
             parts.append(payload)
             if b0 & 0x80:
                 return b"".join(parts).decode()
+
+    def settimeout(self, seconds: float) -> None:
+        self._sock.settimeout(seconds)
 
     def close(self) -> None:
         self._sock.close()
@@ -194,19 +199,25 @@ class Browser:
                 return result
             self._record(message)
 
-    def _wait_event(self, name: str, timeout: float = 30.0) -> None:
+    def _wait_event(self, name: str, timeout: float = 120.0) -> None:
         deadline = time.monotonic() + timeout
         for i, event in enumerate(self._events):
             if event.get("method") == name:
                 del self._events[: i + 1]
                 return
-        while time.monotonic() < deadline:
-            message = json.loads(self._ws.receive())
+        while (left := deadline - time.monotonic()) > 0:
+            self._ws.settimeout(left)
+            try:
+                message = json.loads(self._ws.receive())
+            except TimeoutError:
+                break
+            finally:
+                self._ws.settimeout(_TIMEOUT)
             self._record(message)
             if message.get("method") == name:
                 self._events.clear()
                 return
-        raise TimeoutError(f"no {name} in {timeout} s")
+        raise TimeoutError(f"no {name} in {timeout} s (at {self.js('location.href')})")
 
     def resize(self, width: int, height: int = 900) -> None:
         self.call(
@@ -232,7 +243,7 @@ class Browser:
         found = self.js(
             f"(() => {{ const e = document.querySelector({json.dumps(selector)});"
             " if (!e) return null; e.scrollIntoView({block: 'center'});"
-            " const r = e.getBoundingClientRect();"
+            " const r = e.getClientRects()[0] || e.getBoundingClientRect();"
             " return [r.left + r.width / 2, r.top + r.height / 2, r.width, r.height]; })()"
         )
         if found is None:

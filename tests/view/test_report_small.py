@@ -18,6 +18,21 @@ from .conftest import History
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
+_CULPRITS = """(() => { const out = [];
+  const clipped = e => { for (let p = e.parentElement; p; p = p.parentElement) {
+    if (getComputedStyle(p).overflowX !== 'visible') return !['HTML', 'BODY'].includes(p.tagName);
+  } return false; };
+  document.querySelectorAll('body *').forEach(e => {
+    const r = e.getBoundingClientRect();
+    if (r.right > document.documentElement.clientWidth + 1 && !clipped(e)
+        && !Array.from(e.children).some(c => c.getBoundingClientRect().right > r.right - 1)) {
+      out.push(e.tagName + '.' + e.className + ' in ' + e.parentElement.tagName + ': '
+               + (e.textContent || '').slice(0, 60));
+    }
+  });
+  return out.slice(0, 6); })()"""
+
+
 @pytest.fixture
 def browser() -> Iterator[Browser]:
     chromium = find_chromium()
@@ -31,7 +46,7 @@ def browser() -> Iterator[Browser]:
 def test_the_report_fits_a_390_px_screen(browser: Browser, sqlite_history: History) -> None:
     report = sqlite_history.folder / "r1" / "report.html"
     browser.open(report.as_uri())
-    assert browser.overflow_px() == 0
+    assert browser.overflow_px() == 0, browser.js(_CULPRITS)
     lines = browser.js(
         "new Set(Array.from(document.querySelectorAll('nav.toc a'))"
         ".map(a => Math.round(a.getBoundingClientRect().top))).size"
