@@ -33,6 +33,7 @@ demo: $(VENV)/.installed
 	$(BIN)/shieldbench run --config configs/demo.yaml \
 	  $(if $(wildcard reports/demo/benchmark.json),--resume)
 	$(BIN)/shieldbench history --limit 10
+	@echo "browse every run, sample and comparison: $(BIN)/shieldbench view --open"
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests benchmarks

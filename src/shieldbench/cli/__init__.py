@@ -27,6 +27,7 @@ import shieldbench.cli._scale  # merge (shard runs into one run)
 import shieldbench.cli._serve  # serve (guard service), audit verify/export/prune
 import shieldbench.cli._stats  # plan, compare
 import shieldbench.cli._train  # train
+import shieldbench.cli._view  # view (read-only web viewer over the history)
 from shieldbench._redact import redact
 from shieldbench.cli._app import EXIT_BAD_INPUT, EXIT_INTERRUPTED, app, err_console
 from shieldbench.cli._guards import refuse_repeated_options

@@ -45,16 +45,27 @@ from __future__ import annotations
 from shieldbench.store._migrate import head_revisions, known_revisions
 from shieldbench.store._models import Base, UTCDateTime
 from shieldbench.store._open import DEFAULT_PATH, ENV_VAR, display_url, resolve_url
+from shieldbench.store._outcomes import OUTCOME_KINDS, OutcomeKind, OutcomePage, StoredOutcome
+from shieldbench.store._read import RUN_SORTS, AttackInfo, DatasetVersion, Flip, RunPage
 from shieldbench.store._runs import RunInfo
 from shieldbench.store._store import Store, StoredAlert, open_store
 
 __all__ = [
     "DEFAULT_PATH",
     "ENV_VAR",
+    "OUTCOME_KINDS",
+    "RUN_SORTS",
+    "AttackInfo",
     "Base",
+    "DatasetVersion",
+    "Flip",
+    "OutcomeKind",
+    "OutcomePage",
     "RunInfo",
+    "RunPage",
     "Store",
     "StoredAlert",
+    "StoredOutcome",
     "UTCDateTime",
     "display_url",
     "head_revisions",

@@ -21,7 +21,7 @@ from sqlalchemy import Connection, Engine, inspect
 
 from shieldbench.errors import StoreError
 
-__all__ = ["ensure_schema", "head_revisions", "known_revisions"]
+__all__ = ["check_readable", "ensure_schema", "head_revisions", "known_revisions"]
 
 SCRIPT_LOCATION = "shieldbench.store:migrations"
 _ADVISORY_KEY = 0x5B1E1D  # arbitrary, constant: "shieldbench migrations"
@@ -72,6 +72,17 @@ def _check(conn: Connection, where: str) -> frozenset[str]:
                 " database or a shieldbench one. The database was not changed."
             )
     return current
+
+
+def check_readable(engine: Engine, where: str) -> None:
+    """Refuse, changing nothing, a database a reader cannot use: one from a newer
+    shieldbench, one that is not a history, or an empty one (nothing to read)."""
+    with engine.connect() as conn:
+        if not _check(conn, where):
+            raise StoreError(
+                f"{where}: not a shieldbench history yet (no schema revision); run, compare"
+                " and attack record into it"
+            )
 
 
 def ensure_schema(engine: Engine, write_engine: Engine, where: str) -> bool:

@@ -22,13 +22,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import Connection, Engine, create_engine, event, exc
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from shieldbench.errors import StoreError
-from shieldbench.store._migrate import ensure_schema
+from shieldbench.store._migrate import check_readable, ensure_schema
 
 __all__ = ["DEFAULT_PATH", "ENV_VAR", "StoreEngine", "display_url", "open_engine", "resolve_url"]
 
@@ -85,6 +86,34 @@ def display_url(url: URL) -> str:
     if url.get_backend_name() == "sqlite":
         return str(url.database)
     return url.render_as_string(hide_password=True)
+
+
+def _sqlite_reader(url: URL, busy_timeout_s: float) -> Engine:
+    """A SQLite engine that cannot write: the file opened ``mode=ro`` and the
+    connection ``query_only``; the journal mode is left as the writers set it."""
+    path = Path(str(url.database)).resolve()
+    uri = f"file:{quote(str(path))}?mode=ro"
+
+    def connect() -> sqlite3.Connection:
+        return sqlite3.connect(uri, uri=True, timeout=busy_timeout_s, check_same_thread=False)
+
+    engine = create_engine("sqlite://", creator=connect)
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            cursor.execute("PRAGMA query_only = ON")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN")
+
+    return engine
 
 
 def _sqlite_engine(url: URL, busy_timeout_s: float) -> Engine:
@@ -158,6 +187,34 @@ class StoreEngine:
         self.write_engine.dispose()
 
 
+def _open_reader(url: URL, where: str, busy_timeout_s: float) -> StoreEngine:
+    if url.get_backend_name() == "sqlite":
+        if not Path(str(url.database)).is_file():
+            raise StoreError(
+                f"{where}: no history here (run, compare and attack record into it;"
+                " --db or SHIELDBENCH_DB names another)"
+            )
+        engine = _sqlite_reader(url, busy_timeout_s)
+    else:
+        engine = create_engine(
+            url,
+            pool_pre_ping=True,
+            connect_args={
+                "connect_timeout": max(1, int(busy_timeout_s)),
+                "options": "-c default_transaction_read_only=on",
+            },
+        )
+    try:
+        check_readable(engine, where)
+    except exc.DBAPIError as error:
+        engine.dispose()
+        raise StoreError(f"{where}: cannot open the history database: {_reason(error)}") from None
+    except BaseException:
+        engine.dispose()
+        raise
+    return StoreEngine(url, engine, engine, False, False)
+
+
 def _reason(error: exc.DBAPIError) -> str:
     text = str(error.orig).strip().splitlines()
     return text[0] if text else type(error.orig).__name__
@@ -202,6 +259,7 @@ def open_engine(
     migrate: bool = True,
     create: bool = True,
     check: bool = False,
+    read_only: bool = False,
 ) -> StoreEngine:
     """Connect, check the schema revision and migrate; :class:`StoreError` on failure.
 
@@ -209,8 +267,14 @@ def open_engine(
     read the history). ``check=True`` also reads every page of an existing SQLite file
     (``PRAGMA quick_check``, about a second per GB) and refuses a damaged one: for
     commands that record at the end of long work. A database that is refused (damaged,
-    foreign, newer) is not changed: WAL mode is set only after it is accepted."""
+    foreign, newer) is not changed: WAL mode is set only after it is accepted.
+    ``read_only=True`` (the viewer) creates nothing, migrates nothing and changes no
+    setting of the database: a SQLite file is opened ``mode=ro`` with ``query_only``, a
+    PostgreSQL session is ``default_transaction_read_only``; a schema this shieldbench
+    does not know is refused as usual."""
     where = display_url(url)
+    if read_only:
+        return _open_reader(url, where, busy_timeout_s)
     created = False
     if url.get_backend_name() == "sqlite":
         path = Path(str(url.database))

@@ -35,7 +35,7 @@ from shieldbench.types import (
     Verdict,
 )
 
-__all__ = ["RunInfo", "aware", "filtered", "list_runs", "newest", "read_run"]
+__all__ = ["RunInfo", "aware", "filtered", "info_of", "list_runs", "newest", "read_run"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +195,7 @@ def newest(run_id: str) -> Select[RunRow]:
     )
 
 
-def _info(row: RunRow, tags: Mapping[str, str]) -> RunInfo:
+def info_of(row: RunRow, tags: Mapping[str, str]) -> RunInfo:
     return RunInfo(
         id=row.run_id,
         source=row.source,
@@ -266,4 +266,4 @@ def list_runs(
             select(RunTagRow).where(RunTagRow.run_pk.in_([r.pk for r in rows]))
         ):
             tags.setdefault(t.run_pk, {})[t.key] = t.value
-    return [_info(r, tags.get(r.pk, {})) for r in reversed(rows)]
+    return [info_of(r, tags.get(r.pk, {})) for r in reversed(rows)]

@@ -1,0 +1,68 @@
+"""Adaptive attacks: rounds, ASR against queries, the mutators that worked, bypasses.
+
+Figures come from the report model (:func:`shieldbench.reports.build_report` over
+the stored :class:`~shieldbench.attacks.AttackResult`), as in the HTML report.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
+from shieldbench.attacks import AttackResult
+from shieldbench.errors import StoreError
+from shieldbench.reports import build_report
+from shieldbench.view._pages import LruCache, page, store_of
+from shieldbench.view._svg import Series, line_chart
+
+__all__ = ["router"]
+
+router = APIRouter()
+_attacks = LruCache(8)
+
+
+@router.get("/attacks", response_class=HTMLResponse)
+def attacks(request: Request) -> HTMLResponse:
+    """Every stored adaptive attack, newest first."""
+    return page(request, "attacks.html", attacks=store_of(request).attack_infos())
+
+
+def _view(request: Request, attack_id: str) -> Any:
+    store = store_of(request)
+
+    def build() -> Any:
+        result = AttackResult.from_dict(store.get_attack(attack_id), source=attack_id)
+        section = build_report([], attack=result).attack
+        return None if section is None else section.view
+
+    return _attacks.get((store.url, attack_id), build)
+
+
+@router.get("/attacks/{attack_id}", response_class=HTMLResponse)
+def attack(request: Request, attack_id: str) -> HTMLResponse:
+    """One adaptive attack: rounds, ASR against queries, the mutators that worked,
+    and every bypass (its original and its mutated text)."""
+    view = _view(request, attack_id)
+    curve = [(float(p["queries"]), float(p["asr"] or 0.0)) for p in view.curve]
+    preserving = [(float(p["queries"]), float(p["preserving_asr"] or 0.0)) for p in view.curve]
+    chart = line_chart(
+        [Series("ASR", curve), Series("payload-preserving ASR", preserving)],
+        title="attack success rate against queries",
+        x_label="queries",
+        y_label="ASR",
+    )
+    return page(request, "attack.html", view=view, chart=chart, attack_id=attack_id)
+
+
+@router.get("/attacks/{attack_id}/bypasses/{index}", response_class=HTMLResponse)
+def bypass(request: Request, attack_id: str, index: int) -> HTMLResponse:
+    """One bypass of an attack: the original and the mutated text, escaped."""
+    view = _view(request, attack_id)
+    if not 0 <= index < len(view.bypasses):
+        raise StoreError(f"attack {attack_id!r} has no bypass #{index}")
+    return page(
+        request, "bypass.html", view=view, b=view.bypasses[index], index=index, attack_id=attack_id
+    )
