@@ -86,3 +86,50 @@ def test_llm_strategy_without_attacker_fails_fast(server: Any, tmp_path: Path) -
     result = runner.invoke(app, args)
     assert result.exit_code != 0
     assert "--attacker" in str(result.exception)
+
+
+def test_generate_writes_a_deduplicated_labelled_dataset_run_can_load(
+    server: Any, tmp_path: Path
+) -> None:
+    from shieldbench.datasets import load_dataset
+
+    out = tmp_path / "bank.jsonl"
+    args = [
+        "generate", "--purpose", "a support bot for a bank that can look up balances",
+        "--categories", "data_exfiltration,jailbreak", "--n", "6", "--benign", "3",
+        "--attacker", server.spec, "--out", str(out),
+    ]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = load_dataset(f"jsonl:{out}")
+    counts = data.label_counts()
+    assert (counts["attack"], counts["benign"]) == (6, 3)
+    texts = [s.text for s in data.samples]
+    assert len(set(texts)) == len(texts)
+    assert not any(t.endswith(" today") for t in texts)  # the near duplicates went
+    first = data.samples[0]
+    assert first.category == "data_exfiltration"
+    assert first.severity == "high"
+    assert first.tier == "novel"
+    assert first.metadata["generator_model"] == "scripted"
+    assert "support bot for a bank" in first.metadata["generator_prompt"]
+    side = json.loads((tmp_path / "bank.jsonl.provenance.json").read_text())
+    assert side["duplicates_removed"] >= 3
+    assert side["failures"] == []
+    result = runner.invoke(
+        app, ["run", "-d", "pattern", "-D", f"jsonl:{out}", "--out", str(tmp_path / "r"),
+              "--no-store"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+
+
+def test_generate_records_a_model_that_writes_nothing_usable(tmp_path: Path) -> None:
+    out = tmp_path / "none.jsonl"
+    args = [
+        "generate", "--purpose", "a bank bot", "--categories", "jailbreak", "--n", "2",
+        "--attacker", "openai:m@http://127.0.0.1:9/v1(retries=0, timeout=2)", "--out", str(out),
+    ]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code != 0
+    assert "no usable sample" in str(result.exception)
+    assert not out.exists()

@@ -79,6 +79,7 @@ if TYPE_CHECKING:
         build_attacker,
         parse_json_object,
     )
+    from shieldbench.attacks._generate import Generated, generate_dataset
     from shieldbench.attacks._llm_attack import LLMAttackResult, load_llm_attack, run_llm_attack
     from shieldbench.attacks._llm_records import (
         LLM_STRATEGIES,
@@ -87,6 +88,7 @@ if TYPE_CHECKING:
         Step,
         TargetOutcome,
     )
+    from shieldbench.attacks._llm_report import LLMTransfer, llm_report_markdown, llm_transfer
     from shieldbench.attacks._report import format_asr, load_attack, save_attack
     from shieldbench.attacks._result import (
         ATTACK_SCHEMA_VERSION,
@@ -109,9 +111,14 @@ else:
             "Budget": "shieldbench.attacks._attacker",
             "build_attacker": "shieldbench.attacks._attacker",
             "parse_json_object": "shieldbench.attacks._attacker",
+            "Generated": "shieldbench.attacks._generate",
+            "generate_dataset": "shieldbench.attacks._generate",
             "LLMAttackResult": "shieldbench.attacks._llm_attack",
             "load_llm_attack": "shieldbench.attacks._llm_attack",
             "run_llm_attack": "shieldbench.attacks._llm_attack",
+            "LLMTransfer": "shieldbench.attacks._llm_report",
+            "llm_report_markdown": "shieldbench.attacks._llm_report",
+            "llm_transfer": "shieldbench.attacks._llm_report",
             "LLM_STRATEGIES": "shieldbench.attacks._llm_records",
             "LLMCurvePoint": "shieldbench.attacks._llm_records",
             "LLMSettings": "shieldbench.attacks._llm_records",
@@ -153,9 +160,11 @@ __all__ = [
     "ChainStats",
     "CurvePoint",
     "Family",
+    "Generated",
     "LLMAttackResult",
     "LLMCurvePoint",
     "LLMSettings",
+    "LLMTransfer",
     "Mutator",
     "MutatorFn",
     "MutatorRegistry",
@@ -171,7 +180,10 @@ __all__ = [
     "bypasses_dataset",
     "compose",
     "format_asr",
+    "generate_dataset",
     "get_mutator",
+    "llm_report_markdown",
+    "llm_transfer",
     "load_attack",
     "load_llm_attack",
     "mutate_dataset",

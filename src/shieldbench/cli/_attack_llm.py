@@ -75,10 +75,11 @@ def run_llm_command(
         LLMSettings,
         build_attacker,
         format_asr,
+        llm_report_markdown,
+        llm_transfer,
         run_attack,
         run_llm_attack,
     )
-    from shieldbench.attacks._llm_report import llm_report_markdown, llm_transfer
     from shieldbench.targets import build_target
 
     if opts.attacker is None:
