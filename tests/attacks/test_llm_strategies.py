@@ -243,3 +243,40 @@ def test_bad_settings_fail_fast() -> None:
         LLMSettings("crescendo", screen="everything")
     with pytest.raises(ConfigError, match="query budget"):
         Budget(-1)
+
+
+class _Echo:
+    name = "echo"
+
+    def generate(self, messages: Any) -> str:
+        return "ECHO " + messages[-1]["content"][:20]
+
+
+class _Broken:
+    name = "broken"
+
+    def generate(self, messages: Any) -> str:
+        raise RuntimeError("down")
+
+
+@pytest.mark.parametrize("target", [_Echo(), _Broken()])
+def test_crescendo_target_answers_are_screened_and_failures_recorded(
+    server: Any, target: Any
+) -> None:
+    attacker = build_attacker(server.spec)
+    r = run_llm_attack(
+        _module().KeywordDefense(),
+        _data(GOAL),
+        attacker,
+        settings=LLMSettings("crescendo", screen="all", turns=4),
+        target=target,
+    )
+    attacker.close()
+    (o,) = r.outcomes
+    last = next(s for s in reversed(o.steps) if s.kind == "sent")
+    if isinstance(target, _Echo):
+        assert "ECHO How are" in (last.text or "")
+        assert not any(s.kind == "target_error" for s in o.steps)
+    else:
+        assert "ECHO" not in (last.text or "")
+        assert [s.depth for s in o.steps if s.kind == "target_error"][:2] == [1, 2]

@@ -213,7 +213,7 @@ class Attacker:
             else:
                 text = self.model.generate(messages)
             error = None
-        except Exception as exc:
+        except Exception as exc:  # any failure of the endpoint is recorded, not raised
             text, error = None, f"{type(exc).__name__}: {exc}"[:500]
         seconds = time.perf_counter() - start
         sent = sum(_estimate(m["content"]) for m in messages)

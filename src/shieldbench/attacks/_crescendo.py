@@ -6,7 +6,8 @@ defense screens the conversation *as it would see it* (``screen``: the last
 user turn, every user turn, every turn; :func:`shieldbench.targets.screened_text`).
 A blocked turn is removed and the attacker told so (a backtrack, at most
 ``backtracks``); a turn let through stays, and the target model, when one is
-given, answers it. The attack succeeds at the first turn let through that the
+given, answers it (a failed answer is a ``target_error`` step and the
+conversation goes on without it). The attack succeeds at the first turn let through that the
 evaluator judges on goal: the report says at which turn the defense failed.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from shieldbench.attacks._llm_context import Session
+from shieldbench.attacks._llm_records import Step
 from shieldbench.attacks._prompts import CRESCENDO_SYSTEM, crescendo_turn
 from shieldbench.targets import Message, Target, screened_text
 from shieldbench.types import Sample
@@ -56,7 +58,13 @@ def crescendo(session: Session, target: Target | None = None) -> None:
         refused = False
         conversation = candidate
         if target is not None:
-            conversation.append({"role": "assistant", "content": _answer(target, conversation)})
+            answer = _answer(target, conversation)
+            if answer is None:
+                session.steps.append(
+                    Step("target_error", branch, turn, error="the target model failed")
+                )
+            else:
+                conversation.append({"role": "assistant", "content": answer})
         turn += 1
 
 
@@ -66,8 +74,9 @@ def _screened(sample: Sample, messages: Sequence[Message], mode: str) -> str:
     return screened_text(probe, mode)  # type: ignore[arg-type]  # mode checked in LLMSettings
 
 
-def _answer(target: Target, messages: Sequence[Message]) -> str:
+def _answer(target: Target, messages: Sequence[Message]) -> str | None:
+    """The target's answer, or ``None`` when it failed (recorded, never made up)."""
     try:
         return target.generate(list(messages))
-    except Exception as exc:
-        return f"[target error: {type(exc).__name__}]"
+    except Exception:  # a target failure of any kind is part of the transcript
+        return None

@@ -33,7 +33,15 @@ __all__ = [
 
 LLMStrategy = Literal["pair", "tap", "crescendo"]
 LLM_STRATEGIES: tuple[str, ...] = get_args(LLMStrategy)
-STEP_KINDS = ("sent", "pruned", "attacker_error", "unparseable", "evaluator_error", "unsent")
+STEP_KINDS = (
+    "sent",
+    "pruned",
+    "attacker_error",
+    "unparseable",
+    "evaluator_error",
+    "target_error",
+    "unsent",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +109,8 @@ class Step:
     (off-goal, dropped before it cost a query), ``attacker_error`` /
     ``evaluator_error`` (the endpoint failed; ``error`` says how),
     ``unparseable`` (the model answered, not in the asked form; ``raw`` is the
-    answer), ``unsent`` (the query budget ran out). ``stream`` is the PAIR
+    answer), ``target_error`` (Crescendo's target failed to answer), ``unsent``
+    (the query budget ran out). ``stream`` is the PAIR
     stream, TAP node or Crescendo branch; ``depth`` the refinement or turn.
     ``query_index`` counts the attack's queries, static pass excluded.
     """
