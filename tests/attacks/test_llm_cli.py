@@ -133,3 +133,23 @@ def test_generate_records_a_model_that_writes_nothing_usable(tmp_path: Path) -> 
     assert result.exit_code != 0
     assert "no usable sample" in str(result.exception)
     assert not out.exists()
+
+
+def test_several_strategies_are_reported_together_on_one_plot(server: Any, tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    out = tmp_path / "all"
+    args = _args(server, _data(tmp_path), out, "pair,tap,crescendo", "--compare-mutators")
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    for strategy in ("pair", "tap", "crescendo"):
+        assert load_llm_attack(out / strategy / "llm_attack.json").strategy == strategy
+    md = (out / "llm_attack.md").read_text()
+    assert all(f"| {s} |" in md for s in ("pair", "tap", "crescendo"))
+    svg = ET.fromstring((out / "llm_asr.svg").read_text())
+    ns = "{http://www.w3.org/2000/svg}"
+    labels = [t.text for t in svg.iter(f"{ns}text")]
+    assert {"pair", "tap", "crescendo"} <= set(labels)
+    assert sum(1 for _ in svg.iter(f"{ns}polygon")) == 6  # 3 strategies + 3 mutator runs
+    again = runner.invoke(app, _args(server, _data(tmp_path), tmp_path / "x", "pair,pair"))
+    assert again.exit_code != 0

@@ -81,6 +81,7 @@ if TYPE_CHECKING:
     )
     from shieldbench.attacks._generate import Generated, generate_dataset
     from shieldbench.attacks._llm_attack import LLMAttackResult, load_llm_attack, run_llm_attack
+    from shieldbench.attacks._llm_plot import asr_plot_svg
     from shieldbench.attacks._llm_records import (
         LLM_STRATEGIES,
         LLMCurvePoint,
@@ -116,6 +117,7 @@ else:
             "LLMAttackResult": "shieldbench.attacks._llm_attack",
             "load_llm_attack": "shieldbench.attacks._llm_attack",
             "run_llm_attack": "shieldbench.attacks._llm_attack",
+            "asr_plot_svg": "shieldbench.attacks._llm_plot",
             "LLMTransfer": "shieldbench.attacks._llm_report",
             "llm_report_markdown": "shieldbench.attacks._llm_report",
             "llm_transfer": "shieldbench.attacks._llm_report",
@@ -176,6 +178,7 @@ __all__ = [
     "Strategy",
     "TargetOutcome",
     "TransferResult",
+    "asr_plot_svg",
     "build_attacker",
     "bypasses_dataset",
     "compose",

@@ -227,13 +227,16 @@ def attack(
     if out is None:
         raise ConfigError("missing option --out: name the report folder")
     transfer = list(unique_specs(transfer or [], option="--transfer"))
-    if strategy in ("pair", "tap", "crescendo"):
+    chosen = [s.strip() for s in strategy.split(",")]
+    if all(s in ("pair", "tap", "crescendo") for s in chosen):
         from shieldbench.cli._attack_llm import LLMOptions, run_llm_command
 
+        if len(set(chosen)) < len(chosen):
+            raise ConfigError(f"--strategy {strategy!r}: a strategy is named twice")
         if not resume:
             check_out_dir(out, option="--out")
         run_llm_command(
-            strategy=strategy,
+            strategies=chosen,
             spec=spec,
             data_spec=data_spec,
             out=out,
