@@ -30,7 +30,7 @@ from shieldbench.attacks._search import Clock, choose_attacks, search_config
 from shieldbench.attacks._tap import tap
 from shieldbench.datasets import Dataset
 from shieldbench.defenses import Defense
-from shieldbench.engine import new_run_id
+from shieldbench.engine import EndToEnd, new_run_id
 from shieldbench.errors import ConfigError, RunError
 from shieldbench.metrics import Rate, effective_blocked, rate
 from shieldbench.targets import Target
@@ -163,6 +163,7 @@ def run_llm_attack(
     settings: LLMSettings,
     evaluator: Attacker | None = None,
     target: Target | None = None,
+    end_to_end: EndToEnd | None = None,
     config: RunConfig = RunConfig(warmup=0),  # noqa: B008 (frozen)
     defense_spec: str | None = None,
     transcripts: str | Path | None = None,
@@ -171,7 +172,10 @@ def run_llm_attack(
     """Attack ``defense`` with ``settings.strategy`` driven by ``attacker``.
 
     ``evaluator`` judges whether candidates keep the goal (default: the attacker
-    model). ``target`` answers Crescendo's turns (optional). ``transcripts``:
+    model). ``target`` answers Crescendo's turns (optional). ``end_to_end`` (PAIR,
+    TAP; Crescendo's target when ``target`` is not given): candidates the defense
+    lets through are sent to its target under its system prompt, judged by its
+    judges, and the answer and verdict told to the attacker. ``transcripts``:
     the JSONL file to append finished attacks to and resume from. The caller
     owns (and closes) every model and the defense.
     """
@@ -210,8 +214,12 @@ def run_llm_attack(
         if spend.queries_left() <= 0 or not spend.can_call():
             spend.stopped_by = spend.stopped_by or "queries"
             break
-        session = Session(sample, settings, attacker, evaluator or attacker, clock, spend)
-        _run(session, target)
+        session = Session(
+            sample, settings, attacker, evaluator or attacker, clock, spend,
+            None if settings.strategy == "crescendo" else end_to_end,
+        )  # fmt: skip
+        turns = target or (None if end_to_end is None else end_to_end.target)
+        _run(session, turns)
         outcome = session.outcome()
         outcomes.append(outcome)
         if path is not None:

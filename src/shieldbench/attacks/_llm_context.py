@@ -17,7 +17,9 @@ from shieldbench.attacks._attacker import Attacker, AttackerUsage, Spend, parse_
 from shieldbench.attacks._llm_records import LLMSettings, Step, TargetOutcome
 from shieldbench.attacks._prompts import EVALUATOR_SYSTEM, evaluator_prompt
 from shieldbench.attacks._search import Clock
-from shieldbench.targets import Message
+from shieldbench.engine import EndToEnd
+from shieldbench.judges import JudgeContext, combine
+from shieldbench.targets import Message, conversation
 from shieldbench.types import Sample
 
 __all__ = ["Proposal", "Session", "Verdicts"]
@@ -34,10 +36,13 @@ class Proposal:
 
 @dataclass(frozen=True, slots=True)
 class Verdicts:
-    """The defense's answer on one candidate (``blocked`` ``None``: errored)."""
+    """The defense's answer on one candidate (``blocked`` ``None``: errored), and end to
+    end the target's ``answer`` and the judges' verdict ``judged``."""
 
     blocked: bool | None
     score: float | None
+    answer: str | None = None
+    judged: bool | None = None
 
 
 @dataclass(slots=True)
@@ -50,6 +55,7 @@ class Session:
     evaluator: Attacker
     clock: Clock
     spend: Spend
+    e2e: EndToEnd | None = None
     steps: list[Step] = field(default_factory=list)
     queries: int = 0
     bypass: tuple[int, str] | None = None
@@ -151,16 +157,38 @@ class Session:
             blocked = None if verdict is None else verdict.blocked
             score = None if verdict is None else verdict.score
             error = outcomes[i].error if verdict is None else None
+            answer, judged = self.end_to_end(text) if blocked is False else (None, None)
             self.steps.append(
-                Step("sent", stream, depth, text, goal, blocked, score, index, error=error)
-            )
+                Step("sent", stream, depth, text, goal, blocked, score, index, error=error,
+                     answer=None if answer is None else answer[:2000], judged=judged)
+            )  # fmt: skip
             if blocked is False:
                 if self.bypass is None:
                     self.bypass = (index, text)
                 if goal is True and self.preserving is None:
                     self.preserving = (index, text, depth)
-            results.append(Verdicts(blocked, score))
+            results.append(Verdicts(blocked, score, answer, judged))
         return results
+
+    def end_to_end(self, text: str) -> tuple[str | None, bool | None]:
+        """The target's answer to ``text`` and the judges' verdict (``None``s: none/failed)."""
+        if self.e2e is None:
+            return None, None
+        probe = Sample(self.sample.id, text, "attack", category=self.sample.category)
+        try:
+            answer = self.e2e.target.generate(conversation(probe, self.e2e.system_prompt))
+        except Exception as exc:  # a target failure is recorded in the answer's place
+            self.steps.append(Step("target_error", -1, -1, text=text, error=repr(exc)[:500]))
+            return None, None
+        if not self.e2e.judges:
+            return answer, None
+        context = JudgeContext(system_prompt=self.e2e.system_prompt, canary=self.e2e.canary)
+        try:
+            verdicts = [j.judge(probe, answer, context) for j in self.e2e.judges]
+        except Exception as exc:  # a judge failure leaves the verdict unknown, never guessed
+            self.steps.append(Step("evaluator_error", -1, -1, text=text, error=repr(exc)[:500]))
+            return answer, None
+        return answer, combine(verdicts, self.e2e.rule)
 
     def outcome(self) -> TargetOutcome:
         """This sample's record (its attacker spend is the difference since it began)."""

@@ -112,7 +112,10 @@ class Step:
     answer), ``target_error`` (Crescendo's target failed to answer), ``unsent``
     (the query budget ran out). ``stream`` is the PAIR
     stream, TAP node or Crescendo branch; ``depth`` the refinement or turn.
-    ``query_index`` counts the attack's queries, static pass excluded.
+    ``query_index`` counts the attack's queries, static pass excluded. End to
+    end (a target model given), a candidate let through is sent to the target:
+    ``answer`` is its answer (truncated) and ``judged`` the judges' verdict
+    (``True``: the attack succeeded on the model; ``None``: no judge, or it failed).
     """
 
     kind: str
@@ -125,6 +128,8 @@ class Step:
     query_index: int | None = None
     error: str | None = None
     raw: str | None = None
+    answer: str | None = None
+    judged: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}

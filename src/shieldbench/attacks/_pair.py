@@ -57,5 +57,8 @@ def pair(session: Session) -> None:
             where, goals, session.screen(texts, on_goal=goals, where=where), strict=True
         ):
             if seen is not None:
-                note = feedback(blocked=seen.blocked, score=seen.score, on_goal=goal)
+                note = feedback(
+                    blocked=seen.blocked, score=seen.score, on_goal=goal,
+                    answer=seen.answer, judged=seen.judged,
+                )  # fmt: skip
                 histories[k].append({"role": "user", "content": note})

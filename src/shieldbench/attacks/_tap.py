@@ -69,7 +69,10 @@ def tap(session: Session) -> None:
         ):
             if seen is None or seen.blocked is not True:
                 continue
-            note = feedback(blocked=seen.blocked, score=seen.score, on_goal=goal)
+            note = feedback(
+                    blocked=seen.blocked, score=seen.score, on_goal=goal,
+                    answer=seen.answer, judged=seen.judged,
+                )  # fmt: skip
             node.history.append({"role": "user", "content": note})
             node.score = seen.score
             kept.append(node)

@@ -247,7 +247,15 @@ def attack(
             config=RunConfig(
                 timeout_s=timeout or None, concurrency=concurrency, retries=retries, warmup=0
             ),
-            target_spec=target_model,
+            plan=build_plan(
+                E2EOptions(
+                    target_model,
+                    judge or [],
+                    rule=judge_rule,
+                    output_defenses=output_defense or [],
+                    system_prompt=system_prompt,
+                )
+            ),
             opts=LLMOptions(
                 attacker,
                 evaluator,

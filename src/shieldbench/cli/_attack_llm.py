@@ -7,7 +7,9 @@ with the mutator search at the same number of queries when
 ``--compare-mutators`` is given, and the transfer to ``--transfer`` defenses) and
 ``llm_asr.svg`` (ASR against queries, every strategy on one plot with its interval
 band). ``--strategy pair,tap,crescendo`` runs several, each into its own folder,
-reported together.
+reported together. With ``--target`` (and ``--judge``), PAIR and TAP send the
+candidates the defense lets through to the model and tell the attacker its answer
+and the judges' verdict; Crescendo's turns are answered by it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from shieldbench.cli._app import console, err_console
+from shieldbench.cli._e2e import close_plan
 from shieldbench.datasets import load_dataset
 from shieldbench.defenses import Defense, build_defense
 from shieldbench.errors import ConfigError
@@ -25,6 +28,7 @@ from shieldbench.types import RunConfig
 
 if TYPE_CHECKING:
     from shieldbench.attacks import LLMAttackResult, TargetOutcome
+    from shieldbench.engine import EndToEnd
 
 __all__ = ["LLMOptions", "run_llm_command"]
 
@@ -72,7 +76,7 @@ def run_llm_command(
     max_attacks: int | None,
     transfer: list[str],
     config: RunConfig,
-    target_spec: str | None,
+    plan: EndToEnd | None,
     opts: LLMOptions,
 ) -> None:
     """Run the LLM strategies end to end and write their files (see the module docstring).
@@ -93,7 +97,6 @@ def run_llm_command(
         run_attack,
         run_llm_attack,
     )
-    from shieldbench.targets import build_target
 
     if opts.attacker is None:
         raise ConfigError(
@@ -117,7 +120,6 @@ def run_llm_command(
     data = load_dataset(data_spec)
     attacker = build_attacker(opts.attacker)
     evaluator = None if opts.evaluator is None else build_attacker(opts.evaluator)
-    target = None if target_spec is None else build_target(target_spec)
     built: list[Defense] = [build_defense(spec)]
     results: list[LLMAttackResult] = []
     mutator: dict[str, AttackResult] = {}
@@ -129,7 +131,7 @@ def run_llm_command(
             folder.mkdir(parents=True, exist_ok=True)
             result = run_llm_attack(
                 built[0], data, attacker, settings=settings, evaluator=evaluator,
-                target=target, config=config, defense_spec=spec,
+                end_to_end=plan, config=config, defense_spec=spec,
                 transcripts=folder / "transcripts.jsonl", on_target=_progress,
             )  # fmt: skip
             results.append(result)
@@ -148,6 +150,7 @@ def run_llm_command(
         for model in (attacker, evaluator):
             if model is not None:
                 model.close()
+        close_plan(plan)
     report = llm_report_markdown(results, mutator=mutator, transfer=moved if transfer else None)
     (out / "llm_attack.md").write_text(report, encoding="utf-8")
     (out / "llm_asr.svg").write_text(asr_plot_svg(results, mutator=mutator), encoding="utf-8")
