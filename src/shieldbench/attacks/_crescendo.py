@@ -6,7 +6,9 @@ defense screens the conversation *as it would see it* (``screen``: the last
 user turn, every user turn, every turn; :func:`shieldbench.targets.screened_text`).
 A blocked turn is removed and the attacker told so (a backtrack, at most
 ``backtracks``); a turn let through stays, and the target model, when one is
-given, answers it (a failed answer is a ``target_error`` step and the
+given, answers it under the plan's system prompt; when a judge of the plan says
+the model refused, the turn is removed too (a ``target_refused`` step and a
+backtrack) (a failed answer is a ``target_error`` step and the
 conversation goes on without it). The attack succeeds at the first turn let through that the
 evaluator judges on goal: the report says at which turn the defense failed.
 """
@@ -18,6 +20,7 @@ from collections.abc import Sequence
 from shieldbench.attacks._llm_context import Session
 from shieldbench.attacks._llm_records import Step
 from shieldbench.attacks._prompts import CRESCENDO_SYSTEM, crescendo_turn
+from shieldbench.judges import JudgeContext
 from shieldbench.targets import Message, Target, screened_text
 from shieldbench.types import Sample
 
@@ -56,15 +59,23 @@ def crescendo(session: Session, target: Target | None = None) -> None:
                 return
             continue
         refused = False
-        conversation = candidate
         if target is not None:
-            answer = _answer(target, conversation)
+            answer = _answer(target, candidate, session)
             if answer is None:
                 session.steps.append(
                     Step("target_error", branch, turn, error="the target model failed")
                 )
+            elif _refused(session, answer):
+                session.steps.append(Step("target_refused", branch, turn, answer=answer[:2000]))
+                backtracks += 1
+                branch += 1
+                refused = True
+                if backtracks > s.backtracks:
+                    return
+                continue
             else:
-                conversation.append({"role": "assistant", "content": answer})
+                candidate.append({"role": "assistant", "content": answer})
+        conversation = candidate
         turn += 1
 
 
@@ -74,9 +85,23 @@ def _screened(sample: Sample, messages: Sequence[Message], mode: str) -> str:
     return screened_text(probe, mode)  # type: ignore[arg-type]  # mode checked in LLMSettings
 
 
-def _answer(target: Target, messages: Sequence[Message]) -> str | None:
+def _answer(target: Target, messages: Sequence[Message], session: Session) -> str | None:
     """The target's answer, or ``None`` when it failed (recorded, never made up)."""
+    system = None if session.e2e is None else session.e2e.system_prompt
+    head = [] if system is None else [{"role": "system", "content": system}]
     try:
-        return target.generate(list(messages))
+        return target.generate([*head, *messages])
     except Exception:  # a target failure of any kind is part of the transcript
         return None
+
+
+def _refused(session: Session, answer: str) -> bool:
+    """Did a judge of the end-to-end plan say the target refused? (No judge: no.)"""
+    if session.e2e is None or not session.e2e.judges:
+        return False
+    probe = Sample(session.sample.id, session.goal, "attack")
+    context = JudgeContext(system_prompt=session.e2e.system_prompt, canary=session.e2e.canary)
+    try:
+        return any(j.judge(probe, answer, context).refused is True for j in session.e2e.judges)
+    except Exception:  # a judge failure is no refusal; the turn stays
+        return False

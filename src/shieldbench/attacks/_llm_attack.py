@@ -215,9 +215,8 @@ def run_llm_attack(
             spend.stopped_by = spend.stopped_by or "queries"
             break
         session = Session(
-            sample, settings, attacker, evaluator or attacker, clock, spend,
-            None if settings.strategy == "crescendo" else end_to_end,
-        )  # fmt: skip
+            sample, settings, attacker, evaluator or attacker, clock, spend, end_to_end
+        )
         turns = target or (None if end_to_end is None else end_to_end.target)
         _run(session, turns)
         outcome = session.outcome()

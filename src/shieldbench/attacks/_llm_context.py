@@ -172,8 +172,8 @@ class Session:
 
     def end_to_end(self, text: str) -> tuple[str | None, bool | None]:
         """The target's answer to ``text`` and the judges' verdict (``None``s: none/failed)."""
-        if self.e2e is None:
-            return None, None
+        if self.e2e is None or self.settings.strategy == "crescendo":
+            return None, None  # Crescendo talks to the target turn by turn itself
         probe = Sample(self.sample.id, text, "attack", category=self.sample.category)
         try:
             answer = self.e2e.target.generate(conversation(probe, self.e2e.system_prompt))

@@ -40,6 +40,7 @@ STEP_KINDS = (
     "unparseable",
     "evaluator_error",
     "target_error",
+    "target_refused",
     "unsent",
 )
 
@@ -109,7 +110,8 @@ class Step:
     (off-goal, dropped before it cost a query), ``attacker_error`` /
     ``evaluator_error`` (the endpoint failed; ``error`` says how),
     ``unparseable`` (the model answered, not in the asked form; ``raw`` is the
-    answer), ``target_error`` (Crescendo's target failed to answer), ``unsent``
+    answer), ``target_error`` (the target failed to answer), ``target_refused``
+    (Crescendo: a judge said the target refused the turn; it is removed), ``unsent``
     (the query budget ran out). ``stream`` is the PAIR
     stream, TAP node or Crescendo branch; ``depth`` the refinement or turn.
     ``query_index`` counts the attack's queries, static pass excluded. End to
