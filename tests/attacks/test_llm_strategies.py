@@ -364,3 +364,23 @@ def test_crescendo_backtracks_when_the_target_refuses(server: Any) -> None:
     assert refusals == [(0, 2), (1, 2)]  # removed, retried once, then out of backtracks
     assert not o.preserved
     assert not any(s.kind == "sent" and s.depth == 3 for s in o.steps)
+
+
+def test_tokens_are_the_servers_usage_or_an_estimate_said_so(server: Any) -> None:
+    from shieldbench.attacks import Attacker
+
+    r = _attack(server, "pair", _data(GOAL), streams=1, depth=1)
+    assert r.usage.tokens_estimated == 0
+    assert r.usage.prompt_tokens > 0
+    words = Attacker(_Echo(), spec="python:echo")  # answers no usage: estimated
+    est = run_llm_attack(
+        _module().KeywordDefense(), _data(GOAL), words, settings=LLMSettings("pair", depth=1)
+    )
+    assert est.usage.tokens_estimated == est.usage.calls > 0
+    assert est.usage.unparseable == est.usage.calls  # an echo is no JSON: recorded
+
+
+def test_a_spent_time_budget_stops_the_attack(server: Any) -> None:
+    r = _attack(server, "tap", _data(GOAL, GOAL), budget=Budget(50, wall_s=1e-6))
+    assert r.stopped_by == "wall time"
+    assert r.usage.calls == 0
