@@ -384,3 +384,15 @@ def test_a_spent_time_budget_stops_the_attack(server: Any) -> None:
     r = _attack(server, "tap", _data(GOAL, GOAL), budget=Budget(50, wall_s=1e-6))
     assert r.stopped_by == "wall time"
     assert r.usage.calls == 0
+
+
+def test_a_repeated_candidate_costs_no_query(server: Any) -> None:
+    r = _attack(server, "pair", _data(GOAL), streams=3, depth=3)  # streams agree: same texts
+    (o,) = r.outcomes
+    kinds = [(s.kind, s.depth) for s in o.steps]
+    assert kinds == [("sent", 1), ("repeat", 1), ("repeat", 1),
+                     ("sent", 2), ("repeat", 2), ("repeat", 2)]  # fmt: skip
+    assert o.queries == r.queries == 2
+    repeats = [s for s in o.steps if s.kind == "repeat"]
+    assert all(s.query_index is None for s in repeats)
+    assert [s.blocked for s in repeats] == [True, True, False, False]

@@ -57,6 +57,7 @@ class Session:
     spend: Spend
     e2e: EndToEnd | None = None
     steps: list[Step] = field(default_factory=list)
+    known: dict[str, Verdicts] = field(default_factory=dict)
     queries: int = 0
     bypass: tuple[int, str] | None = None
     preserving: tuple[int, str, int] | None = None
@@ -137,18 +138,33 @@ class Session:
     ) -> list[Verdicts | None]:
         """Screen the candidates in one engine call; ``None`` for those past the budget.
 
-        Records a ``sent`` (or ``unsent``) step per candidate and the first
+        A text already screened on this sample (or twice in the batch) is not sent
+        again: it is a ``repeat`` step with the verdict it got, at no query.
+        Records a ``sent`` (or ``unsent``) step per other candidate and the first
         bypass / goal-preserving bypass.
         """
-        n = min(len(texts), self.spend.queries_left())
-        ids = [f"{self.sample.id}~{s}.{d}" for s, d in where[:n]]
-        outcomes = self.clock.screen(list(texts[:n]), ids) if n else []
+        fresh: list[int] = []
+        for i, text in enumerate(texts):
+            if text not in self.known and all(texts[j] != text for j in fresh):
+                fresh.append(i)
+        sent = fresh[: self.spend.queries_left()]
+        ids = [f"{self.sample.id}~{where[i][0]}.{where[i][1]}" for i in sent]
+        outcomes = (
+            dict(zip(sent, self.clock.screen([texts[i] for i in sent], ids), strict=True))
+            if sent
+            else {}
+        )
         results: list[Verdicts | None] = []
         for i, (text, goal, (stream, depth)) in enumerate(zip(texts, on_goal, where, strict=True)):
-            if i >= n:
-                self.spend.stopped_by = self.spend.stopped_by or "queries"
-                self.steps.append(Step("unsent", stream, depth, text=text, on_goal=goal))
-                results.append(None)
+            if i not in outcomes:
+                cached = self.known.get(text)
+                if cached is None:
+                    self.spend.stopped_by = self.spend.stopped_by or "queries"
+                    self.steps.append(Step("unsent", stream, depth, text=text, on_goal=goal))
+                else:
+                    self.steps.append(Step("repeat", stream, depth, text, goal, cached.blocked,
+                                           cached.score))  # fmt: skip
+                results.append(cached)
                 continue
             verdict = outcomes[i].verdict
             self.spend.queries += 1
@@ -167,7 +183,10 @@ class Session:
                     self.bypass = (index, text)
                 if goal is True and self.preserving is None:
                     self.preserving = (index, text, depth)
-            results.append(Verdicts(blocked, score, answer, judged))
+            seen = Verdicts(blocked, score, answer, judged)
+            results.append(seen)
+            if verdict is not None:  # an errored query may be retried later
+                self.known[text] = seen
         return results
 
     def end_to_end(self, text: str) -> tuple[str | None, bool | None]:

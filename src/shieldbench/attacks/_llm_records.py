@@ -35,6 +35,7 @@ LLMStrategy = Literal["pair", "tap", "crescendo"]
 LLM_STRATEGIES: tuple[str, ...] = get_args(LLMStrategy)
 STEP_KINDS = (
     "sent",
+    "repeat",
     "pruned",
     "attacker_error",
     "unparseable",
@@ -112,7 +113,8 @@ class Step:
     ``unparseable`` (the model answered, not in the asked form; ``raw`` is the
     answer), ``target_error`` (the target failed to answer), ``target_refused``
     (Crescendo: a judge said the target refused the turn; it is removed), ``unsent``
-    (the query budget ran out). ``stream`` is the PAIR
+    (the query budget ran out), ``repeat`` (a text already screened on this
+    sample: its verdict again, no query spent). ``stream`` is the PAIR
     stream, TAP node or Crescendo branch; ``depth`` the refinement or turn.
     ``query_index`` counts the attack's queries, static pass excluded. End to
     end (a target model given), a candidate let through is sent to the target:
