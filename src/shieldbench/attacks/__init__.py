@@ -13,6 +13,10 @@ fast it falls when the attacker tries on purpose. Two parts:
   the defense's score, or random search), stops at a query budget, and reports
   static vs adaptive ASR, ASR against queries, queries to the first bypass, what
   worked, and transfer of the bypasses to other defenses.
+- **LLM-driven attacks** (:func:`run_llm_attack`, ``--strategy pair|tap|crescendo``
+  with ``--attacker SPEC``): an attacker model rewrites the blocked attacks by
+  meaning (PAIR, TAP) or over several turns (Crescendo), an evaluator checks each
+  candidate still pursues the goal, under query, token and wall-time budgets.
 
 :func:`mutate_dataset` writes mutated variants of a dataset (new difficulty
 tiers), loadable with ``jsonl:``.
@@ -68,6 +72,24 @@ from shieldbench.attacks._records import (
 # on first use, so that listing mutators and `shieldbench --help` start fast.
 if TYPE_CHECKING:
     from shieldbench.attacks._attack import run_attack
+    from shieldbench.attacks._attacker import (
+        Attacker,
+        AttackerUsage,
+        Budget,
+        build_attacker,
+        parse_json_object,
+    )
+    from shieldbench.attacks._generate import Generated, generate_dataset
+    from shieldbench.attacks._llm_attack import LLMAttackResult, load_llm_attack, run_llm_attack
+    from shieldbench.attacks._llm_plot import asr_plot_svg
+    from shieldbench.attacks._llm_records import (
+        LLM_STRATEGIES,
+        LLMCurvePoint,
+        LLMSettings,
+        Step,
+        TargetOutcome,
+    )
+    from shieldbench.attacks._llm_report import LLMTransfer, llm_report_markdown, llm_transfer
     from shieldbench.attacks._report import format_asr, load_attack, save_attack
     from shieldbench.attacks._result import (
         ATTACK_SCHEMA_VERSION,
@@ -85,6 +107,25 @@ else:
         globals(),
         {
             "run_attack": "shieldbench.attacks._attack",
+            "Attacker": "shieldbench.attacks._attacker",
+            "AttackerUsage": "shieldbench.attacks._attacker",
+            "Budget": "shieldbench.attacks._attacker",
+            "build_attacker": "shieldbench.attacks._attacker",
+            "parse_json_object": "shieldbench.attacks._attacker",
+            "Generated": "shieldbench.attacks._generate",
+            "generate_dataset": "shieldbench.attacks._generate",
+            "LLMAttackResult": "shieldbench.attacks._llm_attack",
+            "load_llm_attack": "shieldbench.attacks._llm_attack",
+            "run_llm_attack": "shieldbench.attacks._llm_attack",
+            "asr_plot_svg": "shieldbench.attacks._llm_plot",
+            "LLMTransfer": "shieldbench.attacks._llm_report",
+            "llm_report_markdown": "shieldbench.attacks._llm_report",
+            "llm_transfer": "shieldbench.attacks._llm_report",
+            "LLM_STRATEGIES": "shieldbench.attacks._llm_records",
+            "LLMCurvePoint": "shieldbench.attacks._llm_records",
+            "LLMSettings": "shieldbench.attacks._llm_records",
+            "Step": "shieldbench.attacks._llm_records",
+            "TargetOutcome": "shieldbench.attacks._llm_records",
             "format_asr": "shieldbench.attacks._report",
             "load_attack": "shieldbench.attacks._report",
             "save_attack": "shieldbench.attacks._report",
@@ -106,6 +147,7 @@ else:
 __all__ = [
     "ATTACK_SCHEMA_VERSION",
     "FAMILIES",
+    "LLM_STRATEGIES",
     "MAX_CANDIDATE_CHARS",
     "STRATEGIES",
     "AttackCounts",
@@ -113,10 +155,18 @@ __all__ = [
     "AttackMeta",
     "AttackResult",
     "AttackSettings",
+    "Attacker",
+    "AttackerUsage",
+    "Budget",
     "Bypass",
     "ChainStats",
     "CurvePoint",
     "Family",
+    "Generated",
+    "LLMAttackResult",
+    "LLMCurvePoint",
+    "LLMSettings",
+    "LLMTransfer",
     "Mutator",
     "MutatorFn",
     "MutatorRegistry",
@@ -124,18 +174,28 @@ __all__ = [
     "QueriesToBypass",
     "QueryStats",
     "RoundSummary",
+    "Step",
     "Strategy",
+    "TargetOutcome",
     "TransferResult",
+    "asr_plot_svg",
+    "build_attacker",
     "bypasses_dataset",
     "compose",
     "format_asr",
+    "generate_dataset",
     "get_mutator",
+    "llm_report_markdown",
+    "llm_transfer",
     "load_attack",
+    "load_llm_attack",
     "mutate_dataset",
     "mutators",
+    "parse_json_object",
     "replayed_bypasses",
     "resolve_mutators",
     "run_attack",
+    "run_llm_attack",
     "save_attack",
     "synonym_table",
     "transfer_bypasses",

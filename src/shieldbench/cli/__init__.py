@@ -19,6 +19,7 @@ import shieldbench.cli._datasets  # datasets list/show/validate/overlap/sample
 import shieldbench.cli._defenses  # defenses list, check
 import shieldbench.cli._e2e  # judges list/evaluate, targets list
 import shieldbench.cli._gate  # gate (CI: candidate vs baseline)
+import shieldbench.cli._generate  # generate (attacks written for an application)
 import shieldbench.cli._history  # history list/show/export/import
 import shieldbench.cli._monitor  # monitor (scheduled re-runs, alerts)
 import shieldbench.cli._report  # report (re-render stored runs)

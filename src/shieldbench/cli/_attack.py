@@ -118,8 +118,48 @@ def attack(
         ),
     ] = None,
     strategy: Annotated[
-        str, typer.Option(help=f"Search: {', '.join(STRATEGIES)} (auto: beam if scored).")
+        str,
+        typer.Option(
+            help=f"Search: {', '.join(STRATEGIES)} (auto: beam if scored), or an LLM-driven"
+            " pair, tap, crescendo (needs --attacker)."
+        ),
     ] = "auto",
+    attacker: Annotated[
+        str | None,
+        typer.Option(
+            help="pair/tap/crescendo: the attacker chat endpoint (openai:M@URL, llm:...)."
+        ),
+    ] = None,
+    evaluator: Annotated[
+        str | None, typer.Option(help="pair/tap/crescendo: on-goal evaluator (default: attacker).")
+    ] = None,
+    streams: Annotated[int, typer.Option(min=1, help="pair: parallel streams.")] = 3,
+    depth: Annotated[int, typer.Option(min=1, help="pair/tap: refinements per stream.")] = 3,
+    width: Annotated[int, typer.Option(min=1, help="tap: nodes kept per level.")] = 4,
+    branching: Annotated[int, typer.Option(min=1, help="tap: children per node.")] = 2,
+    turns: Annotated[int, typer.Option(min=1, help="crescendo: most turns.")] = 5,
+    backtracks: Annotated[int, typer.Option(min=0, help="crescendo: most backtracks.")] = 3,
+    screen_mode: Annotated[
+        str,
+        typer.Option("--screen", help="crescendo: what the defense screens (user_turns, all...)."),
+    ] = "user_turns",
+    token_budget: Annotated[
+        int | None, typer.Option(min=0, help="pair/tap/crescendo: attacker tokens allowed.")
+    ] = None,
+    time_budget: Annotated[
+        float | None, typer.Option(help="pair/tap/crescendo: wall seconds allowed.")
+    ] = None,
+    price: Annotated[
+        str | None,
+        typer.Option(help="Attacker PROMPT,COMPLETION price per million tokens (cost estimate)."),
+    ] = None,
+    compare_mutators: Annotated[
+        bool,
+        typer.Option("--compare-mutators", help="Also run the mutator search at the same queries."),
+    ] = False,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="pair/tap/crescendo: go on from transcripts.jsonl.")
+    ] = False,
     beam_width: Annotated[int, typer.Option(min=1, help="Candidates kept by beam search.")] = 4,
     max_depth: Annotated[int, typer.Option(min=1, help="Longest mutation chain.")] = 3,
     max_attacks: Annotated[
@@ -186,8 +226,55 @@ def attack(
     data_spec = single(dataset, option="--dataset", what="dataset")
     if out is None:
         raise ConfigError("missing option --out: name the report folder")
-    check_out_dir(out, option="--out")  # before the data is loaded or a query is sent
     transfer = list(unique_specs(transfer or [], option="--transfer"))
+    chosen = [s.strip() for s in strategy.split(",")]
+    if all(s in ("pair", "tap", "crescendo") for s in chosen):
+        from shieldbench.cli._attack_llm import LLMOptions, run_llm_command
+
+        if len(set(chosen)) < len(chosen):
+            raise ConfigError(f"--strategy {strategy!r}: a strategy is named twice")
+        if not resume:
+            check_out_dir(out, option="--out")
+        run_llm_command(
+            strategies=chosen,
+            spec=spec,
+            data_spec=data_spec,
+            out=out,
+            budget=budget,
+            seed=seed,
+            max_attacks=max_attacks,
+            transfer=transfer,
+            config=RunConfig(
+                timeout_s=timeout or None, concurrency=concurrency, retries=retries, warmup=0
+            ),
+            plan=build_plan(
+                E2EOptions(
+                    target_model,
+                    judge or [],
+                    rule=judge_rule,
+                    output_defenses=output_defense or [],
+                    system_prompt=system_prompt,
+                )
+            ),
+            opts=LLMOptions(
+                attacker,
+                evaluator,
+                streams,
+                depth,
+                width,
+                branching,
+                turns,
+                backtracks,
+                screen_mode,
+                token_budget,
+                time_budget,
+                price,
+                compare_mutators,
+                resume,
+            ),
+        )
+        return
+    check_out_dir(out, option="--out")  # before the data is loaded or a query is sent
     if strategy not in STRATEGIES:
         raise ConfigError(f"--strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
     if error_policy not in ERROR_POLICIES:

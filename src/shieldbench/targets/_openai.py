@@ -106,6 +106,18 @@ def chat_content(reply: Reply, *, what: str, stream: bool) -> str:
     return content
 
 
+def _usage(reply: Reply) -> dict[str, int]:
+    """``usage.prompt_tokens`` / ``completion_tokens`` of a JSON reply, when integers."""
+    try:
+        usage = reply.json().get("usage") or {}
+    except (ValueError, AttributeError):
+        return {}
+    if not isinstance(usage, dict):
+        return {}
+    keys = ("prompt_tokens", "completion_tokens")
+    return {k: usage[k] for k in keys if isinstance(usage.get(k), int) and usage[k] >= 0}
+
+
 class ChatTarget:
     """A chat model over ``POST {base_url}/chat/completions`` (sync and async)."""
 
@@ -175,6 +187,23 @@ class ChatTarget:
             secrets=self._secrets,
         )
         return chat_content(reply, what=self._what, stream=self.stream)
+
+    def generate_with_usage(self, messages: Sequence[Message]) -> tuple[str, dict[str, int]]:
+        """The answer and the server's token ``usage`` (``{}`` when it reports none).
+
+        For callers that account for tokens (the LLM attackers of
+        :mod:`shieldbench.attacks`); a streamed answer reports none.
+        """
+        body = self._body(messages)
+        reply = send_sync(
+            lambda: self._pool.send("POST", self._url, content=body),
+            what=self._what,
+            options=self.options,
+            limiter=self._limiter,
+            secrets=self._secrets,
+        )
+        text = chat_content(reply, what=self._what, stream=self.stream)
+        return text, {} if self.stream else _usage(reply)
 
     async def agenerate(self, messages: Sequence[Message]) -> str:
         body = self._body(messages)

@@ -1,0 +1,64 @@
+"""PAIR: parallel streams of attacker refinements, each told how its last candidate fared.
+
+Each of ``streams`` streams is a conversation with the attacker model: the
+system prompt states the goal and a seeded approach (:data:`PERSONAS`); each of
+``depth`` turns the attacker writes a candidate, the evaluator says whether it
+still pursues the goal, the defense screens every stream's candidate in one
+engine call, and the outcome (blocked or not, the score, the evaluator's
+verdict) is appended to the stream as the next user message, which is what the
+attacker refines from. An attack stops at its first goal-preserving bypass.
+"""
+
+from __future__ import annotations
+
+from shieldbench.attacks._llm_context import Session
+from shieldbench.attacks._prompts import PAIR_SYSTEM, PERSONAS, feedback
+
+__all__ = ["pair"]
+
+
+def pair(session: Session) -> None:
+    """Run PAIR on one blocked sample (see the module docstring)."""
+    s = session.settings
+    histories: list[list[dict[str, str]]] = []
+    for k in range(s.streams):
+        persona = session.rng("pair", k).choice(PERSONAS)
+        histories.append(
+            [
+                {
+                    "role": "system",
+                    "content": PAIR_SYSTEM.format(goal=session.goal, persona=persona),
+                },
+                {"role": "user", "content": f"Stream {k + 1}: write the first candidate."},
+            ]
+        )
+    for depth in range(1, s.depth + 1):
+        texts: list[str] = []
+        goals: list[bool | None] = []
+        where: list[tuple[int, int]] = []
+        for k, history in enumerate(histories):
+            if session.finished:
+                break
+            proposal = session.propose(history, stream=k, depth=depth)
+            if proposal.text is None:
+                if proposal.raw is not None:
+                    history.append({"role": "assistant", "content": proposal.raw})
+                    history.append({"role": "user", "content": "Answer with the JSON object only."})
+                continue
+            history.append({"role": "assistant", "content": proposal.raw or proposal.text})
+            texts.append(proposal.text)
+            goals.append(session.on_goal(proposal.text, stream=k, depth=depth))
+            where.append((k, depth))
+        if session.finished:
+            return
+        if not texts:
+            continue
+        for (k, _), goal, seen in zip(
+            where, goals, session.screen(texts, on_goal=goals, where=where), strict=True
+        ):
+            if seen is not None:
+                note = feedback(
+                    blocked=seen.blocked, score=seen.score, on_goal=goal,
+                    answer=seen.answer, judged=seen.judged,
+                )  # fmt: skip
+                histories[k].append({"role": "user", "content": note})
