@@ -28,6 +28,7 @@ from shieldbench.datasets._ops import (
     load_file,
     sample_size_warnings,
 )
+from shieldbench.datasets._paths import FILE_LOADERS, spec_for_text
 from shieldbench.datasets._records import (
     DEFAULT_ATTACK_LABELS,
     DEFAULT_BENIGN_LABELS,
@@ -44,6 +45,7 @@ from shieldbench.spec import Spec
 __all__ = [
     "DEFAULT_ATTACK_LABELS",
     "DEFAULT_BENIGN_LABELS",
+    "FILE_LOADERS",
     "BuiltinSuite",
     "Columns",
     "Dataset",
@@ -76,6 +78,7 @@ __all__ = [
     "sample_dataset",
     "sample_size_warnings",
     "shingles",
+    "spec_for_text",
 ]
 
 
