@@ -96,7 +96,8 @@ class SafeConsole(Console):
         super().print(*fitted, **kwargs)  # type: ignore[arg-type]
 
     def _fit(self, obj: object) -> object:
-        if isinstance(obj, Table) and natural_width(self, obj) > self.width:
+        # Only tables with column headers: a header-less grid (a layout) is left alone.
+        if isinstance(obj, Table) and obj.show_header and natural_width(self, obj) > self.width:
             return stacked(obj)
         return obj
 
