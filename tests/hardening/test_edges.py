@@ -226,7 +226,7 @@ def test_exit_codes_version_and_help(cli: Cli) -> None:
     top = cli("--help")
     assert "Exit codes: 0 success; 1 a finding" in top.text
     run_help = cli("run", "--help")
-    for default in ("default: (fail_closed)", "default: (30)", "default: (8)", "default: 0.1"):
+    for default in ("default: fail_closed]", "default: 30]", "default: 8]", "default: 0.1]"):
         assert default in run_help.text, default
     assert "Exit codes" in run_help.text
     report_help = cli("report", "--help")

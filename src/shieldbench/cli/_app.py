@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from shieldbench.cli._console import SafeConsole
+from shieldbench.cli._help import ConventionalGroup
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -33,6 +34,7 @@ EXIT_CODES_HELP = (
 
 app = typer.Typer(
     name="shieldbench",
+    cls=ConventionalGroup,  # commands in workflow order, click-style types (cli/_help.py)
     help="Measure whether an LLM defense actually works: attack success rate, false"
     " positives, latency, confidence intervals, paired comparisons, adaptive attacks.\n\n"
     + EXIT_CODES_HELP,

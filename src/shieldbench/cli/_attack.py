@@ -21,6 +21,7 @@ from rich.text import Text
 from shieldbench.attacks import FAMILIES, STRATEGIES, AttackSettings, mutators, resolve_mutators
 from shieldbench.cli._app import app, console, datasets_app, err_console
 from shieldbench.cli._console import echo_json
+from shieldbench.cli._datasets import dataset_spec
 from shieldbench.cli._e2e import E2EOptions, attack_end_to_end, build_plan, close_plan
 from shieldbench.cli._guards import single, unique_specs
 from shieldbench.cli._outpaths import check_out_dir, check_out_file
@@ -311,7 +312,7 @@ def attack(
     tags = parse_tags(tag)
     store = None if no_store else open_cli_store(db)
     pool = make_executor(executor, spec, address=ray_address, workers=workers, gpus=gpus_per_worker)
-    data = load_dataset(data_spec)
+    data = load_dataset(dataset_spec(data_spec))
     built: list[Defense] = []
     try:
         target = build_defense(spec)

@@ -13,7 +13,11 @@ warnings and errors alike):
 - **reads well when piped**: when the stream is not a terminal (a CI log, ``| tee``)
   it lays out as if :data:`PIPE_WIDTH` columns were available, so each table takes
   its natural width (every name and interval whole, nothing cut with "…" at 80
-  columns) and messages are not wrapped; CI logs scroll sideways instead.
+  columns) and messages are not wrapped; CI logs scroll sideways instead;
+- **keeps tables whole on a narrow terminal**: a :class:`rich.table.Table` wider than
+  the terminal is printed stacked (:func:`stacked`): one block per row, the row's
+  first cell as its heading and each other cell on its own ``column: value`` line,
+  instead of squeezing every column until names and figures read "pat… gua… 50.…".
 
 :func:`sanitize` is the same cleaning for strings printed another way (JSON is
 already escaped by ``json.dumps``). :func:`progress` is the progress display:
@@ -30,8 +34,11 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from rich.console import Console, ConsoleDimensions
+from rich.console import Console, ConsoleDimensions, Group, RenderableType
+from rich.measure import Measurement
 from rich.segment import Segment
+from rich.table import Table
+from rich.text import Text
 
 from shieldbench._redact import mask_secrets
 
@@ -45,6 +52,7 @@ __all__ = [
     "echo_json",
     "progress",
     "sanitize",
+    "stacked",
 ]
 
 PIPE_WIDTH = 1000
@@ -82,6 +90,17 @@ class SafeConsole(Console):
         )
         return super()._render_buffer(cleaned)
 
+    def print(self, *objects: object, **kwargs: object) -> None:
+        """:meth:`rich.console.Console.print`, with tables too wide for the console stacked."""
+        fitted = [self._fit(obj) for obj in objects]
+        super().print(*fitted, **kwargs)  # type: ignore[arg-type]
+
+    def _fit(self, obj: object) -> object:
+        # Only tables with column headers: a header-less grid (a layout) is left alone.
+        if isinstance(obj, Table) and obj.show_header and natural_width(self, obj) > self.width:
+            return stacked(obj)
+        return obj
+
     @property
     def size(self) -> ConsoleDimensions:
         dims = super().size
@@ -92,6 +111,60 @@ class SafeConsole(Console):
     @size.setter
     def size(self, new_size: tuple[int, int]) -> None:
         self._width, self._height = new_size
+
+
+def natural_width(console: Console, table: Table) -> int:
+    """Columns ``table`` takes when no cell is wrapped or cut."""
+    wide = console.options.update_width(PIPE_WIDTH)
+    return Measurement.get(console, wide, table).maximum
+
+
+def stacked(table: Table) -> RenderableType:
+    """``table`` as one block per row, every cell whole (for a narrow terminal).
+
+    The first column's cell heads the block; each other column follows as an
+    indented ``header: value`` line (a value of several lines keeps its lines).
+    """
+    columns = list(table.columns)
+    cells = [list(column.cells) for column in columns]
+    headers = [_plain(column.header) for column in columns]
+    parts: list[RenderableType] = []
+    if table.title is not None:
+        title = table.title
+        parts.append(Text.from_markup(title, style="italic") if isinstance(title, str) else title)
+    for row in range(table.row_count):
+        if parts:
+            parts.append(Text(""))
+        head, *rest = (column[row] for column in cells)
+        names = headers[1:]
+        if headers[0].plain in _RANK_HEADERS and rest:  # "#2 pattern", not "2"
+            head, names = (
+                Text(f"#{_plain(head).plain} ").append_text(_plain(rest.pop(0))),
+                names[1:],
+            )
+        parts.append(Text.from_markup(head, style="bold") if isinstance(head, str) else head)
+        for header, value in zip(names, rest, strict=True):
+            label = Text("  ").append_text(header).append(": " if header.plain else "")
+            if isinstance(value, str):
+                parts.append(label.append_text(Text.from_markup(value)))
+            elif isinstance(value, Text):
+                parts.append(label.append_text(value))
+            else:  # a nested renderable: its own lines, under the label
+                parts.extend([label, value])
+    if table.caption is not None:
+        parts.extend([Text(""), table.caption])
+    return Group(*parts)
+
+
+_RANK_HEADERS = ("#", "rank")
+
+
+def _plain(cell: RenderableType) -> Text:
+    if isinstance(cell, Text):
+        return cell.copy()
+    if isinstance(cell, str):
+        return Text.from_markup(cell)
+    return Text(str(cell))
 
 
 def _eta(seconds: float) -> str:

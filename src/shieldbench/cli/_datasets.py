@@ -25,10 +25,25 @@ from shieldbench.datasets import (
     registry,
     sample_dataset,
     sample_size_note,
+    spec_for_text,
 )
 from shieldbench.errors import ConfigError, DatasetError
 
-__all__: list[str] = []
+__all__ = ["dataset_spec"]
+
+
+def dataset_spec(text: str) -> str:
+    """The spec a ``--dataset`` value stands for; a bare data file path is read with
+    the loader its extension names, and the command says so on stderr."""
+    spec = spec_for_text(text)
+    if spec != text:
+        loader = spec.split(":", 1)[0]
+        err_console.print(
+            f"reading {text} with the {loader} loader (its extension); the spec is {spec}",
+            highlight=False, markup=False,
+        )  # fmt: skip
+    return spec
+
 
 _JSON = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 
@@ -163,7 +178,7 @@ def show(
 ) -> None:
     """Counts per label, category, subcategory, tier, severity, language and source,
     text lengths, content hash and sample-size warnings."""
-    ds = load_dataset(spec)
+    ds = load_dataset(dataset_spec(spec))
     if as_json:
         _echo_json(describe_dataset(ds, margin=margin).to_dict())
     else:

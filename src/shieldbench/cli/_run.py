@@ -36,6 +36,7 @@ from shieldbench.cli._app import (
     console,
     err_console,
 )
+from shieldbench.cli._datasets import dataset_spec
 from shieldbench.cli._e2e import (
     E2EOptions,
     build_plan,
@@ -49,6 +50,7 @@ from shieldbench.cli._guards import (
     check_limit,
     error_rate_findings,
 )
+from shieldbench.cli._help import option_panels
 from shieldbench.cli._outpaths import check_out_dir
 from shieldbench.cli._report import check_max_fpr
 from shieldbench.cli._run_jobs import Job, load_datasets, run_job
@@ -242,7 +244,12 @@ def run(
         )
     resume_from = out if resume else None
     cfg = resolve_config(
-        config, defense or [], dataset or [], overrides, margin, resume_from=resume_from
+        config,
+        defense or [],
+        [dataset_spec(d) for d in dataset or []],
+        overrides,
+        margin,
+        resume_from=resume_from,
     )
     check_out_dir(out or cfg.out or Path("reports"), option="--out")  # before any work
     tags = parse_tags(tag)
@@ -344,3 +351,21 @@ def run(
         err_console.print(f"[bold red]error rate:[/] {escape(finding.message)}", highlight=False)
     if findings:
         raise typer.Exit(EXIT_FINDING)
+
+
+option_panels(
+    "run",
+    {
+        "What to run": ("defense", "dataset", "config", "resume"),
+        "How": (
+            "error_policy", "timeout", "concurrency", "retries", "warmup", "batch_size",
+            "margin", "max_fpr", "max_error_rate",
+        ),
+        "Where to write": ("out", "db", "no_store", "tag"),
+        "End to end (the model behind the defense)": (
+            "target", "judge", "judge_rule", "output_defense", "system_prompt", "screen",
+            "judge_accuracy",
+        ),
+        "Scaling": ("executor", "ray_address", "workers", "gpus_per_worker", "shard"),
+    },
+)  # fmt: skip

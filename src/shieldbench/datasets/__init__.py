@@ -29,6 +29,7 @@ from shieldbench.datasets._ops import (
     sample_size_note,
     sample_size_warnings,
 )
+from shieldbench.datasets._paths import FILE_LOADERS, spec_for_text
 from shieldbench.datasets._records import (
     DEFAULT_ATTACK_LABELS,
     DEFAULT_BENIGN_LABELS,
@@ -45,6 +46,7 @@ from shieldbench.spec import Spec
 __all__ = [
     "DEFAULT_ATTACK_LABELS",
     "DEFAULT_BENIGN_LABELS",
+    "FILE_LOADERS",
     "BuiltinSuite",
     "Columns",
     "Dataset",
@@ -78,6 +80,7 @@ __all__ = [
     "sample_size_note",
     "sample_size_warnings",
     "shingles",
+    "spec_for_text",
 ]
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from shieldbench.datasets._dataset import Dataset
+from shieldbench.datasets._paths import FILE_LOADERS
 from shieldbench.datasets._similarity import near_duplicates, normalize_text
 from shieldbench.errors import ConfigError, DatasetError
 from shieldbench.registry import datasets
@@ -352,16 +353,6 @@ def dataset_overlap(a: Dataset, b: Dataset, *, threshold: float = 0.8) -> Datase
     return DatasetOverlap(a.name, b.name, len(a), len(b), threshold, tuple(pairs))
 
 
-_EXTENSIONS = {
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".csv": "csv",
-    ".parquet": "parquet",
-    ".yaml": "pint",
-    ".yml": "pint",
-}
-
-
 def load_file(path: str | Path, *, options: Mapping[str, str] | None = None) -> Dataset:
     """Load a data file with the loader its extension names (a folder: ``hf-disk``).
 
@@ -371,11 +362,11 @@ def load_file(path: str | Path, *, options: Mapping[str, str] | None = None) -> 
     if p.is_dir():
         kind = "hf-disk"
     else:
-        kind = _EXTENSIONS.get(p.suffix.lower(), "")
+        kind = FILE_LOADERS.get(p.suffix.lower(), "")
         if not kind:
             if not p.exists():
                 raise DatasetError("file not found; check the path", path=p)
-            known = ", ".join(sorted(_EXTENSIONS))
+            known = ", ".join(sorted(FILE_LOADERS))
             raise ConfigError(f"{p}: unknown file type {p.suffix!r}; expected one of {known}")
     opts = dict(options or {})
     text = f"{kind}({p}" + "".join(f", {k}={v}" for k, v in opts.items()) + ")"
