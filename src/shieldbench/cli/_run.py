@@ -359,7 +359,7 @@ option_panels(
         "What to run": ("defense", "dataset", "config", "resume"),
         "How": (
             "error_policy", "timeout", "concurrency", "retries", "warmup", "batch_size",
-            "margin", "max_fpr", "max_error_rate",
+            "latency_sample", "margin", "max_fpr", "max_error_rate",
         ),
         "Where to write": ("out", "db", "no_store", "tag"),
         "End to end (the model behind the defense)": (
