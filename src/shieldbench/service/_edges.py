@@ -23,6 +23,8 @@ __all__ = [
     "error_response",
     "install_error_handlers",
     "key_matches",
+    "read_body",
+    "replay_body",
 ]
 
 Scope = MutableMapping[str, Any]
@@ -30,6 +32,32 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+async def read_body(receive: Receive) -> bytes | None:
+    """The whole request body, or ``None`` when the client left before sending it."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":  # the client left: nobody to answer
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def replay_body(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives the body read already, then defers to the real one."""
+    given = False
+
+    async def replay() -> Message:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 class ServiceError(Exception):

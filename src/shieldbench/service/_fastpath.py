@@ -30,6 +30,8 @@ from starlette.types import Receive as _Receive
 from starlette.types import Scope as _Scope
 from starlette.types import Send as _Send
 
+from shieldbench.service._edges import read_body, replay_body
+
 __all__ = ["Answered", "CheckFastPath", "FastPathApp"]
 
 Scope = MutableMapping[str, Any]
@@ -93,22 +95,16 @@ class CheckFastPath:
         ):
             await self.app(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # the client left: nobody to answer
-                return
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
+        body = await read_body(receive)
+        if body is None:
+            return
         answered = None
         if len(body) <= self.limit:
             item = self.parse(body)
             if item is not None:
                 answered = await self.answer(item, scope)
         if answered is None:
-            await self.app(scope, _replay(body, receive), send)
+            await self.app(scope, replay_body(body, receive), send)
             return
         headers = [*answered.headers, (b"content-length", b"%d" % len(answered.body))]
         await send({"type": "http.response.start", "status": answered.status, "headers": headers})
@@ -142,17 +138,3 @@ class FastPathApp(FastAPI):
     async def framework(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The application without the fast path (where the fast path falls through)."""
         await super().__call__(scope, receive, send)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """A ``receive`` that gives the body read already, then defers to the real one."""
-    given = False
-
-    async def replay() -> Message:
-        nonlocal given
-        if not given:
-            given = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay

@@ -19,12 +19,13 @@ from collections.abc import Collection
 from shieldbench.service._deps import presented_key
 from shieldbench.service._edges import (
     ASGIApp,
-    Message,
     Receive,
     Scope,
     Send,
     error_response,
     key_matches,
+    read_body,
+    replay_body,
 )
 
 __all__ = ["MAX_JSON_DEPTH", "PUBLIC_PATHS", "ApiKeyGate", "JsonDepthLimit", "json_too_deep"]
@@ -97,15 +98,9 @@ class JsonDepthLimit:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # the client left: nobody to answer
-                return
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
+        body = await read_body(receive)
+        if body is None:
+            return
         if json_too_deep(body, self.limit):
             response = error_response(
                 400,
@@ -115,13 +110,4 @@ class JsonDepthLimit:
             )
             await response(scope, receive, send)
             return
-        given = False
-
-        async def replay() -> Message:
-            nonlocal given
-            if not given:
-                given = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replay_body(body, receive), send)
