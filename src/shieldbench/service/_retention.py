@@ -65,7 +65,7 @@ def prune_chains(
                 ).scalar_one()
                 bound = t.seq <= high
                 anchor = (int(high) + 1, str(last))
-            gone = conn.execute(audit_table.delete().where(t.chain == name, bound)).rowcount  # type: ignore[attr-defined]
+            gone = conn.execute(audit_table.delete().where(t.chain == name, bound)).rowcount
             deleted += int(gone)
             if gone or int(low) > 1:
                 anchors.append(

@@ -136,7 +136,7 @@ def _anchors(row: Any) -> list[tuple[str, int, str]]:
 def _verify(rows: Iterator[Any]) -> ChainReport:
     prev: str | None = None
     expected_seq: int | None = None
-    chain: str | None = None
+    chain = ""  # no chain id is empty
     count = 0
     anchors: set[tuple[str, int, str]] = set()
     firsts: list[tuple[int, str, str, str]] = []  # per chain: seq, id, prev_hash, chain
