@@ -116,11 +116,15 @@ class AuditStore:
         self._lock = self.lock
         self.recovery = Recovery(0, 0, None)
         if recover:
-            # A server that died left records in its journal(s): move them in first (a
-            # journal a live server holds is its own business: it is skipped).
-            moved, kept = recover_journals(self)
-            where = quarantine_path(self.journal_path) if kept else None
-            self.recovery = Recovery(moved, kept, where)
+            self.recover()
+
+    def recover(self) -> Recovery:
+        """Move in what dead servers left in this store's journals on this host (a
+        journal a live server holds is its own business: it is skipped)."""
+        moved, kept = recover_journals(self)
+        where = quarantine_path(self.journal_path) if kept else None
+        self.recovery = Recovery(moved, kept, where)
+        return self.recovery
 
     @property
     def backend(self) -> str:
