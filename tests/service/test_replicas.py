@@ -111,7 +111,7 @@ def test_three_replicas_kill_9_and_a_sigterm_restart_lose_nothing(
         time.sleep(1.0)
     answered = set(load.answered)
     print(f"answered {len(answered)}")
-    assert len(answered) == len(load.answered) > 50
+    assert len(answered) == len(load.answered) > 20
     # The restarted replica moved the killed one's journal in (and deleted it) before it
     # answered; the stopped one deleted its own: the live two's are left.
     state = Path(os.environ["SHIELDBENCH_STATE_DIR"])
@@ -157,7 +157,7 @@ def test_workers_2_share_a_port_and_a_killed_worker_is_replaced(
         victim = _children(server.process.pid)[0]
         os.kill(victim, signal.SIGKILL)
         time.sleep(2.0)
-    assert len(load.answered) > 50
+    assert len(set(load.answered)) == len(load.answered) > 10  # two workers' ids never collide
     deadline = time.monotonic() + 30  # the parent started another worker
     while victim in (kids := _children(server.process.pid)) or len(kids) < 2:
         assert time.monotonic() < deadline
@@ -169,6 +169,8 @@ def test_workers_2_share_a_port_and_a_killed_worker_is_replaced(
     assert len(chains) >= 2
     report = verify_chain_of(postgres_url)
     assert report.ok, report.problems
+    verify = cli("audit", "verify", "--db", postgres_url)  # and no quarantined record
+    assert verify.returncode == 0, verify.stdout + verify.stderr
 
 
 def verify_chain_of(db: str):  # type: ignore[no-untyped-def]

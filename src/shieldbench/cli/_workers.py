@@ -14,6 +14,7 @@ stops the others and exits with its status.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import signal
@@ -37,6 +38,16 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _die_with_parent() -> None:
+    """Linux: the kernel sends this process SIGTERM when the supervisor dies (a
+    ``kill -9`` of the parent leaves no orphan serving on its own)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the workers outlive a killed parent
+        pass
+
+
 def run_workers(
     serve: Callable[[socket.socket, int], int], *, host: str, port: int, workers: int
 ) -> int:
@@ -51,6 +62,7 @@ def run_workers(
         if pid == 0:  # the child: the default handlers back, then the server
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.SIG_DFL)
+            _die_with_parent()
             status = 1
             try:
                 status = serve(sock, slot)
@@ -69,6 +81,9 @@ def run_workers(
     signal.signal(signal.SIGINT, forward)
     for slot in range(workers):
         spawn(slot)
+    bound_host, bound_port = sock.getsockname()[:2]
+    # uvicorn's own line (it logs none for sockets handed to it): what tools wait for
+    _log.info("Uvicorn running on http://%s:%d (%d workers)", bound_host, bound_port, workers)
     status = 0
     while children:
         try:
