@@ -187,11 +187,13 @@ def test_sqlite_refuses_workers_and_a_second_server_naming_postgresql(
     db = f"sqlite:///{tmp_path / 'one.db'}"
     workers = cli("serve", "--port", "0", "--db", db, "--defense", "pattern", "--workers", "2")
     assert workers.returncode == 2, workers.stderr
-    assert "PostgreSQL" in workers.stderr and "--workers" in workers.stderr
+    assert "PostgreSQL" in workers.stderr
+    assert "--workers" in workers.stderr
     first = start_server("--defense", "pattern", db=db)
     second = cli("serve", "--port", "0", "--db", db, "--defense", "pattern")
     assert second.returncode == 2, second.stderr
-    assert "PostgreSQL" in second.stderr and "--workers" in second.stderr
+    assert "PostgreSQL" in second.stderr
+    assert "--workers" in second.stderr
     with first.client() as c:
         r = c.post("/v1/check", json={"text": "hello"})
         assert r.status_code == 200
