@@ -32,7 +32,6 @@ import threading
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -60,7 +59,7 @@ from shieldbench.service._record import (
     scrub_record,
     utc,
 )
-from shieldbench.service._replay import recover_journals, replay
+from shieldbench.service._replay import Recovery, recover_journals, replay
 from shieldbench.service._retention import prune_chains
 from shieldbench.service._tables import audit_table, feedback_table
 from shieldbench.store import open_store
@@ -79,16 +78,6 @@ __all__ = [
 ]
 
 _log = logging.getLogger("shieldbench.service.audit")
-
-
-@dataclass(frozen=True, slots=True)
-class Recovery:
-    """What the last replay of a journal did: records moved into the store, unreadable
-    stretches quarantined, and the quarantine file (``None`` when nothing was)."""
-
-    moved: int
-    quarantined: int
-    quarantine: Path | None
 
 
 #: What the store answers to a record it will never take (retrying cannot help).

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 
@@ -32,12 +35,32 @@ from shieldbench.service._journal import (
 from shieldbench.service._record import audit_row, chain_of
 from shieldbench.service._tables import audit_table
 
-if TYPE_CHECKING:
-    from shieldbench.service._audit import AuditStore, Recovery
 
-__all__ = ["recover_journals", "replay"]
+class AuditStore(Protocol):
+    """What a replay needs of :class:`~shieldbench.service._audit.AuditStore`."""
+
+    journal_path: Path
+    lock: Any
+
+    def head(self, chain: str = ...) -> tuple[int, str]: ...
+    def forget_heads(self) -> None: ...
+    def session(self, *, write: bool = False) -> AbstractContextManager[Any]: ...
+    def insert_isolating(self, rows: Sequence[Any]) -> list[tuple[int, str]]: ...
+
+
+__all__ = ["Recovery", "recover_journals", "replay"]
 
 _log = logging.getLogger("shieldbench.service.audit")
+
+
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """What the last replay of a journal did: records moved into the store, unreadable
+    stretches quarantined, and the quarantine file (``None`` when nothing was)."""
+
+    moved: int
+    quarantined: int
+    quarantine: Path | None
 
 
 def recover_journals(store: AuditStore) -> tuple[int, int]:
@@ -83,8 +106,6 @@ class _Chains:
 def replay(store: AuditStore, journal: Journal, *, batch: int = 1000) -> Recovery:
     """Move the journal's records that the store lacks into it; empty the journal (see
     the module docstring)."""
-    from shieldbench.service._audit import Recovery
-
     with store.lock:
         store.forget_heads()
         chains = _Chains(store)

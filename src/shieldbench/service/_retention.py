@@ -9,6 +9,9 @@ number it now starts with and the hash that one chains from; ``audit verify`` ac
 exactly those starts. Every prune re-states the anchors of all chains, so deleting
 an old retention record never orphans a chain it anchored.
 
+Replicas prune concurrently (each hourly): a chain whose boundary record another
+prune deleted meanwhile is left to that prune's retention record, which anchors it.
+
 A retention record of before replicas (``first_kept_seq``/``anchor_hash``, no
 ``anchors``) anchors its own chain; ``audit verify`` still reads it.
 """
@@ -18,15 +21,20 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 
 from shieldbench.service._record import utc
 from shieldbench.service._tables import audit_table
 
-if TYPE_CHECKING:
-    from shieldbench.service._audit import AuditStore
+
+class AuditStore(Protocol):
+    """What retention needs of :class:`~shieldbench.service._audit.AuditStore`."""
+
+    def session(self, *, write: bool = False) -> AbstractContextManager[Any]: ...
+
 
 __all__ = ["prune_chains"]
 
@@ -56,13 +64,17 @@ def prune_chains(
             if first is not None:
                 prev = conn.execute(
                     sa.select(t.prev_hash).where(t.chain == name, t.seq == first)
-                ).scalar_one()
+                ).scalar()
+                if prev is None:  # another replica's prune took it meanwhile: it anchors
+                    continue
                 bound = t.seq < first
                 anchor: tuple[int, str] = (int(first), str(prev))
             else:  # all of it is old: the next record (if its writer lives) chains on
                 last = conn.execute(
                     sa.select(t.hash).where(t.chain == name, t.seq == high)
-                ).scalar_one()
+                ).scalar()
+                if last is None:
+                    continue
                 bound = t.seq <= high
                 anchor = (int(high) + 1, str(last))
             gone = conn.execute(audit_table.delete().where(t.chain == name, bound)).rowcount
