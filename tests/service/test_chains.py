@@ -7,12 +7,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import sqlalchemy as sa
 from alembic import command
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shieldbench.service import AuditStore, verify_chain
 from shieldbench.service._journal import chain_hash, chain_journal_path, new_chain_id
@@ -161,3 +164,62 @@ def test_retention_keeps_every_chain_verifiable_and_verify_names_the_replica(
     assert report.problems[0].problem == "records before it were removed"
     assert report.first_broken_chain == two
     assert two.startswith("two.")  # the chain id names the replica
+
+
+def _chained_rows(chain: str, count: int) -> list[dict[str, object]]:
+    from shieldbench.service._journal import JournalLine
+    from shieldbench.service._record import audit_row
+
+    rows, prev = [], GENESIS
+    for seq in range(1, count + 1):
+        body = {"kind": "decision", "id": f"{chain}-{seq}", "created": 1.0e9, "seq": seq}
+        body["chain"] = chain
+        text = canonical(body)
+        digest = chain_hash(prev, text)
+        rows.append(audit_row(JournalLine(seq, prev, digest, text), body))
+        prev = digest
+    return rows
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    lengths=st.lists(st.integers(1, 6), min_size=1, max_size=4),
+    pick=st.integers(0, 10_000),
+    edit=st.sampled_from(["delete", "body"]),
+)
+def test_verify_names_the_chain_and_record_of_any_single_break(
+    lengths: list[int], pick: int, edit: str
+) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        url = f"sqlite:///{folder}/h.db"
+        store = AuditStore(url)
+        chains = [f"r{i}.{i:08x}" for i in range(len(lengths))]
+        try:
+            for chain, length in zip(chains, lengths, strict=True):
+                store.insert_chained(_chained_rows(chain, length))
+            assert verify_chain(store).chains == len(chains)
+        finally:
+            store.close()
+        victim = chains[pick % len(chains)]
+        length = lengths[pick % len(chains)]
+        seq = 1 + pick % length
+        with _begin(url) as conn:
+            if edit == "delete":
+                statement = "DELETE FROM guard_audit WHERE chain = :c AND seq = :s"
+            else:
+                statement = (
+                    "UPDATE guard_audit SET body = body || ' ' WHERE chain = :c AND seq = :s"
+                )
+            conn.execute(sa.text(statement), {"c": victim, "s": seq})
+        store = AuditStore(url)
+        try:
+            report = verify_chain(store)
+        finally:
+            store.close()
+        if edit == "delete" and seq == length:  # the newest record: not visible (the README says)
+            assert report.ok
+            return
+        assert not report.ok
+        assert {p.chain for p in report.problems} == {victim}
+        expected = seq + 1 if edit == "delete" else seq
+        assert report.first_broken_seq == expected
