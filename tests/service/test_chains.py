@@ -14,6 +14,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 from alembic import command
+from guardtest import cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -164,6 +165,9 @@ def test_retention_keeps_every_chain_verifiable_and_verify_names_the_replica(
     assert report.problems[0].problem == "records before it were removed"
     assert report.first_broken_chain == two
     assert two.startswith("two.")  # the chain id names the replica
+    done = cli("audit", "verify", "--db", store_url)
+    assert done.returncode == 1
+    assert f"chain={two} seq=" in done.stderr
 
 
 def _chained_rows(chain: str, count: int) -> list[dict[str, object]]:

@@ -221,8 +221,8 @@ def audit_verify(
     else:
         for problem in report.problems:
             err_console.print(
-                f"audit log BROKEN at record seq={problem.seq} id={problem.id}"
-                f" (chain {problem.chain}): {problem.problem}",
+                f"audit log BROKEN at record chain={problem.chain} seq={problem.seq}"
+                f" id={problem.id}: {problem.problem}",
                 highlight=False,
             )
         more = f", {report.unlisted} more broken record(s) not listed" if report.unlisted else ""
