@@ -74,8 +74,14 @@ def test_raising_and_hanging_defense_under_load_fails_closed(
     with server.client() as c:
         metrics = c.get("/metrics").text
         stats = c.get("/v1/stats", params={"window": "10m"}).json()["traffic"]
-    assert 'shieldbench_guard_errors_total{defense="faulty",kind="error"} 30.0' in metrics
-    assert 'shieldbench_guard_errors_total{defense="faulty",kind="timeout"} 3.0' in metrics
+    assert (
+        'shieldbench_guard_errors_total{defense="faulty",kind="error",replica="main"} 30.0'
+        in metrics
+    )
+    assert (
+        'shieldbench_guard_errors_total{defense="faulty",kind="timeout",replica="main"} 3.0'
+        in metrics
+    )
     assert stats["error_rate"] == pytest.approx(33 / 300)
     answered = {b["id"] for b in bodies}  # zero decisions missing from the audit
     assert eventually(lambda: answered <= set(_audit_ids(server.db)))
@@ -170,9 +176,8 @@ def test_dual_mode_overflow_is_counted_and_recorded_and_shutdown_flushes_the_res
         traffic = c.get("/v1/stats", params={"window": "1h"}).json()["traffic"]
         metrics = c.get("/metrics").text
     assert traffic["warn_dropped"] == states.count("dropped")
-    assert (
-        f'shieldbench_guard_warn_total{{result="dropped"}} {states.count("dropped")}.0' in metrics
-    )
+    dropped = 'shieldbench_guard_warn_total{replica="main",result="dropped"}'
+    assert f"{dropped} {states.count('dropped')}.0" in metrics, metrics
     server.stop()  # graceful: every queued warn check is run and recorded before exit
     decisions = _audit_ids(server.db)
     by_state = {s: {i for i, d in decisions.items() if d["warn"] == s} for s in set(states)}

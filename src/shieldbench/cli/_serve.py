@@ -5,23 +5,36 @@ port is opened), then runs the app on uvicorn; SIGINT/SIGTERM stop accepting, fi
 in-flight requests, flush the warn checks and the audit log. The store is
 ``--db URL`` or ``SHIELDBENCH_DB``, else ``.shieldbench/history.db`` under the
 working directory.
+
+``--workers N`` runs N processes on one socket (:mod:`shieldbench.cli._workers`);
+with separate ``serve`` processes on one host or several, each is a replica. Replicas
+need a PostgreSQL store: SQLite takes one server process and refuses a second.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import socket
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from shieldbench.cli._app import app, console, err_console
+from shieldbench.cli._workers import run_workers
 from shieldbench.errors import ConfigError, StoreError
 
 if TYPE_CHECKING:
+    import uvicorn
+
     from shieldbench.service import AuditStore
+
+#: Names the replica in audit chain ids and the metrics' ``replica`` label.
+ENV_REPLICA = "SHIELDBENCH_REPLICA"
 
 __all__ = ["audit_app"]
 
@@ -57,6 +70,14 @@ def serve(
     store_text: Annotated[
         bool, typer.Option("--store-text", help="Keep full texts in the audit log.")
     ] = False,
+    workers: Annotated[
+        int,
+        typer.Option(min=1, help="Server processes on this port (PostgreSQL store for > 1)."),
+    ] = 1,
+    replica: Annotated[
+        str | None,
+        typer.Option(help="Replica name in audit chains and metrics (else host-pid)."),
+    ] = None,
 ) -> None:
     """Serve a defense: check API, LiteLLM guardrail API and an OpenAI screening proxy."""
     import uvicorn
@@ -92,7 +113,69 @@ def serve(
         )
     api_keys = keys_of(cfg)
     defenses = build_defenses(cfg)
-    store = AuditStore(cfg.db)  # fail fast (exit 2) on a store that cannot be opened
+    _check_store(AuditStore, cfg.db, workers)
+    if replica:
+        os.environ[ENV_REPLICA] = replica
+    where = display_url(resolve_url(cfg.db)[0])
+    err_console.print(
+        f"serving {cfg.defense!r} (mode {cfg.mode}, store {where}, "
+        f"{'API keys required' if api_keys else 'no API keys'}"
+        f"{f', {workers} workers' if workers > 1 else ''})",
+        highlight=False,
+    )
+
+    def uvicorn_server() -> uvicorn.Server:
+        return uvicorn.Server(
+            uvicorn.Config(
+                create_app(cfg, defenses, api_keys=api_keys),
+                host=host,
+                port=port,
+                log_level="info",
+                access_log=False,
+                timeout_graceful_shutdown=30,
+                timeout_keep_alive=75,  # longer than the usual 60 s of load balancers in front
+                # h11 with a bound on the time to send a request's headers (slowloris)
+                http=protocol_with_header_timeout(cfg.header_timeout_s),
+            )
+        )
+
+    if workers > 1:
+        status = run_workers(
+            partial(_serve_worker, uvicorn_server, replica), host=host, port=port, workers=workers
+        )
+        _leave(status)
+    server = uvicorn_server()
+    server.run()
+    _leave(0 if server.started else 1)
+
+
+def _serve_worker(
+    make: Callable[[], uvicorn.Server], replica: str | None, sock: socket.socket, slot: int
+) -> int:
+    """One worker of ``--workers`` (in the forked child): its replica name, then the server."""
+    if replica:
+        os.environ[ENV_REPLICA] = f"{replica}-w{slot}"
+    server = make()
+    server.run(sockets=[sock])
+    logging.shutdown()
+    return 0 if server.started else 1
+
+
+def _leave(status: int) -> NoReturn:
+    """Exit now. The audit log and the warn checks are flushed by now (the app's
+    shutdown). A defense call abandoned past its timeout cannot be killed and would
+    hold the interpreter's exit until it returns: leave without waiting for it."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
+def _check_store(store_type: type[AuditStore], db: str | None, workers: int) -> None:
+    """Open the store once before serving: fail fast (exit 2) on one that cannot be
+    opened, report a recovery and a quarantine, and refuse a second writer or
+    ``--workers`` on SQLite (one server process per SQLite store)."""
+    store = store_type(db)
     try:
         if store.recovery.moved:
             err_console.print(
@@ -100,40 +183,21 @@ def serve(
                 highlight=False,
             )
         _report_quarantine(store)  # the server starts all the same
-        if store.journal_held():
+        if store.backend == "sqlite" and workers > 1:
+            raise ConfigError(
+                f"--workers {workers}: a SQLite store takes one server process; to run"
+                " several workers (or replicas on several hosts) use a PostgreSQL store"
+                " (--db postgresql://...)"
+            )
+        if store.backend == "sqlite" and store.journal_held():
             raise StoreError(
                 f"{store.url}: another running `shieldbench serve` writes this store's audit"
                 f" log (its journal {store.journal_path} is locked); one server per store"
+                " on SQLite: to run several (--workers N, or replicas on several hosts) use"
+                " a PostgreSQL store (--db postgresql://...)"
             )
     finally:
         store.close()
-    where = display_url(resolve_url(cfg.db)[0])
-    err_console.print(
-        f"serving {cfg.defense!r} (mode {cfg.mode}, store {where}, "
-        f"{'API keys required' if api_keys else 'no API keys'})",
-        highlight=False,
-    )
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(cfg, defenses, api_keys=api_keys),
-            host=host,
-            port=port,
-            log_level="info",
-            access_log=False,
-            timeout_graceful_shutdown=30,
-            timeout_keep_alive=75,  # longer than the usual 60 s of load balancers in front
-            # h11 with a bound on the time to send a request's headers (slowloris)
-            http=protocol_with_header_timeout(cfg.header_timeout_s),
-        )
-    )
-    server.run()
-    # The audit log and the warn checks are flushed by now (the app's shutdown). A
-    # defense call abandoned past its timeout cannot be killed and would hold the
-    # interpreter's exit until it returns: leave without waiting for it.
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0 if server.started else 1)
 
 
 @audit_app.command("verify")
@@ -154,12 +218,14 @@ def audit_verify(
         store.close()
     if report.ok:
         console.print(
-            f"audit log OK: {report.records} record(s), chain intact, every column checked"
+            f"audit log OK: {report.records} record(s) in {report.chains} chain(s), every"
+            " chain intact, every column checked"
         )
     else:
         for problem in report.problems:
             err_console.print(
-                f"audit log BROKEN at record seq={problem.seq} id={problem.id}: {problem.problem}",
+                f"audit log BROKEN at record chain={problem.chain} seq={problem.seq}"
+                f" id={problem.id}: {problem.problem}",
                 highlight=False,
             )
         more = f", {report.unlisted} more broken record(s) not listed" if report.unlisted else ""
@@ -174,8 +240,9 @@ def _report_quarantine(store: AuditStore) -> bool:
     if kept:
         err_console.print(
             f"audit journal: {kept} unreadable stretch(es) of the journal are quarantined in"
-            f" {store.quarantine_path}; records in them are not in the store. Inspect the"
-            " file (one JSON line each: line, offset, reason, base64 bytes), then move it away",
+            f" {', '.join(map(str, store.quarantine_files()))}; records in them are not in the"
+            " store. Inspect the file (one JSON line each: line, offset, reason, base64"
+            " bytes), then move it away",
             highlight=False,
         )
     return bool(kept)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -137,6 +138,22 @@ async def _decide(
     if count:
         service.guard.count(decision, endpoint)
     return decision
+
+
+#: How long feedback waits for a decision another replica has journalled but not yet
+#: moved into the store (its writer moves every 20 ms; longer while the store is slow).
+_PEER_WAIT_S = 5.0
+
+
+async def _find_decision(service: Service, decision_id: str) -> dict[str, Any] | None:
+    """The decision's record from the store, whichever replica made it (``None``: unknown
+    after :data:`_PEER_WAIT_S`; at once on SQLite, where this process is the only writer)."""
+    deadline = time.monotonic() + (_PEER_WAIT_S if service.store.backend != "sqlite" else 0.0)
+    while True:
+        found = await asyncio.to_thread(service.store.decision, decision_id)
+        if found is not None or time.monotonic() >= deadline:
+            return found
+        await asyncio.sleep(0.05)
 
 
 _WINDOW = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(s|m|h|d)?\s*$")
@@ -279,7 +296,7 @@ def create_app(
             raise ServiceError(
                 503, "audit_unavailable", "the audit store is not keeping up"
             ) from None
-        found = await asyncio.to_thread(service.store.decision, item.id)
+        found = await _find_decision(service, item.id)
         if found is None or found.get("kind") != "decision":
             raise ServiceError(404, "not_found", f"no decision with id {item.id!r}")
         await asyncio.to_thread(

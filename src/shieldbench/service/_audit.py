@@ -8,9 +8,12 @@ moved here in batches). ``verify_chain`` (:mod:`~shieldbench.service._verify`)
 recomputes every hash, checks every column against the hashed body, and names each
 broken record.
 
-Retention deletes records older than an age and appends a ``retention`` record whose
-body holds the first kept sequence number and the hash it chains from, so a verify
-after retention still proves nothing else was removed.
+Each writer keeps its own chain (``chain`` column and body field; ``main`` for the
+single SQLite server and for every record of before replicas); sequence numbers and
+heads are per chain. Retention deletes records older than an age and appends a
+``retention`` record whose body anchors each chain's new start (the first kept
+sequence number and the hash it chains from), so a verify after retention still
+proves nothing else was removed (:mod:`~shieldbench.service._retention`).
 
 Example:
     >>> import tempfile
@@ -23,13 +26,12 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import threading
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -41,28 +43,30 @@ from shieldbench.errors import StoreError
 from shieldbench.service._journal import (
     Journal,
     JournalLine,
-    Record,
-    Unreadable,
     chain_hash,
     chain_hash_bytes,
     journal_path,
-    quarantine,
+    quarantine_files,
     quarantine_path,
     quarantined_count,
 )
 from shieldbench.service._record import (
     GENESIS,
+    MAIN_CHAIN,
     audit_row,
     canonical,
     canonical_bytes,
     scrub_record,
     utc,
 )
+from shieldbench.service._replay import Recovery, recover_journals, replay
+from shieldbench.service._retention import prune_chains
 from shieldbench.service._tables import audit_table, feedback_table
 from shieldbench.store import open_store
 
 __all__ = [
     "GENESIS",
+    "MAIN_CHAIN",
     "AuditStore",
     "Recovery",
     "audit_row",
@@ -74,16 +78,6 @@ __all__ = [
 ]
 
 _log = logging.getLogger("shieldbench.service.audit")
-
-
-@dataclass(frozen=True, slots=True)
-class Recovery:
-    """What the last replay of a journal did: records moved into the store, unreadable
-    stretches quarantined, and the quarantine file (``None`` when nothing was)."""
-
-    moved: int
-    quarantined: int
-    quarantine: Path | None
 
 
 #: What the store answers to a record it will never take (retrying cannot help).
@@ -106,43 +100,68 @@ class AuditStore:
         self.url = self._store.url
         self.journal_path = journal_path(self._store.backend, self.url)
         self.quarantine_path = quarantine_path(self.journal_path)
-        self._head: tuple[int, str] | None = None
-        self._lock = threading.RLock()  # one appender at a time: the chain is a sequence
+        self._heads: dict[str, tuple[int, str]] = {}
+        self.lock = threading.RLock()  # one appender at a time: a chain is a sequence
+        self._lock = self.lock
         self.recovery = Recovery(0, 0, None)
-        if recover and self.journal_path.exists():
-            # A server that died left records in its journal: move them in first (a
-            # journal a live server holds is its own business: it is skipped).
-            journal = Journal.open(self.journal_path)
-            if journal is not None:
-                try:
-                    self.replay(journal)
-                finally:
-                    journal.close()
+        if recover:
+            self.recover()
+
+    def recover(self) -> Recovery:
+        """Move in what dead servers left in this store's journals on this host (a
+        journal a live server holds is its own business: it is skipped)."""
+        moved, kept = recover_journals(self)
+        where = quarantine_path(self.journal_path) if kept else None
+        self.recovery = Recovery(moved, kept, where)
+        return self.recovery
+
+    @property
+    def backend(self) -> str:
+        """The store's backend (``sqlite``, ``postgresql``)."""
+        return self._store.backend
+
+    def session(self, *, write: bool = False) -> AbstractContextManager[Any]:
+        """A session on the store (what the audit modules query through)."""
+        return self._store.session(write=write)
+
+    def forget_heads(self) -> None:
+        """Re-read every chain's head from the store on next use."""
+        self._heads.clear()
 
     def quarantined(self) -> int:
-        """How many unreadable stretches of the journal sit in :attr:`quarantine_path`
-        (``0``: none; the file is kept until an operator moves it away)."""
-        return quarantined_count(self.journal_path)
+        """How many unreadable stretches of the store's journals sit in their quarantine
+        files (``0``: none; a file is kept until an operator moves it away)."""
+        files = quarantine_files(self.journal_path)
+        journals = [p.with_name(p.name.removesuffix(".quarantine")) for p in files]
+        return sum(quarantined_count(journal) for journal in journals)
+
+    def quarantine_files(self) -> list[Path]:
+        """The quarantine files of the store's journals on this host."""
+        return quarantine_files(self.journal_path)
 
     def journal_held(self) -> bool:
-        """Whether a running server holds this store's audit journal (it writes the chain)."""
+        """Whether a running server holds this store's ``main`` journal (it writes the
+        ``main`` chain: the single SQLite server)."""
         journal = Journal.open(self.journal_path)
         if journal is None:
             return True
         journal.close()
         return False
 
-    def head(self) -> tuple[int, str]:
-        """The last sequence number and hash (``0`` and the genesis hash when empty)."""
-        if self._head is None:
+    def head(self, chain: str = MAIN_CHAIN) -> tuple[int, str]:
+        """A chain's last sequence number and hash (``0`` and the genesis hash when empty)."""
+        found = self._heads.get(chain)
+        if found is None:
             with self._store.session() as conn:
                 row = conn.execute(
                     sa.select(audit_table.c.seq, audit_table.c.hash)
+                    .where(audit_table.c.chain == chain)
                     .order_by(audit_table.c.seq.desc())
                     .limit(1)
                 ).first()
-            self._head = (0, GENESIS) if row is None else (int(row[0]), str(row[1]))
-        return self._head
+            found = (0, GENESIS) if row is None else (int(row[0]), str(row[1]))
+            self._heads[chain] = found
+        return found
 
     def append(self, bodies: Sequence[Mapping[str, Any]]) -> None:
         """Chain and insert the records in one transaction (all or none)."""
@@ -169,69 +188,16 @@ class AuditStore:
                 with self._store.connection(write=True) as conn:
                     conn.execute(audit_table.insert(), rows)
             except BaseException:
-                self._head = None  # re-read the head: the transaction may or may not be there
+                self._heads.clear()  # re-read: the transaction may or may not be there
                 raise
-            self._head = (int(rows[-1]["seq"]), str(rows[-1]["hash"]))
+            for row in rows:
+                self._heads[str(row["chain"])] = (int(row["seq"]), str(row["hash"]))
 
     def replay(self, journal: Journal, *, batch: int = 1000) -> Recovery:
-        """Move the journal's records that the store lacks into it; empty the journal.
-
-        Every readable record goes in, whatever damage comes before or after it; the
-        bytes that hold no record, and readable records the store refuses (a sequence
-        number it holds with another hash, a duplicate id), are appended to the
-        quarantine file first (synced), and only then is the journal emptied. A gap
-        they leave in the chain stays for :func:`verify_chain` to report."""
-        with self._lock:
-            self._head = None
-            head = last = self.head()[0]
-            pending: list[Record] = []
-            known: list[Record] = []
-            bad: list[Unreadable] = []
-            moved = 0
-            for item in journal.scan():
-                if isinstance(item, Unreadable):
-                    bad.append(item)
-                elif item.line.seq > last:
-                    pending.append(item)
-                    last = item.line.seq
-                elif item.line.seq <= head:  # moved before the server died, most likely
-                    known.append(item)
-                else:
-                    bad.append(item.unreadable(f"sequence number {item.line.seq} repeated"))
-                if len(pending) >= batch:
-                    moved += self._insert_recovered(pending, bad)
-                    pending = []
-                if len(known) >= batch:
-                    bad += self._not_stored(known)
-                    known = []
-            moved += self._insert_recovered(pending, bad)
-            bad += self._not_stored(known)
-            try:
-                kept = quarantine(journal.path, sorted(bad, key=lambda u: u.offset))
-            except OSError as exc:  # the journal stays as it is: nothing is lost
-                raise StoreError(
-                    f"audit journal {journal.path}: cannot write its quarantine file"
-                    f" {quarantine_path(journal.path)} ({exc.strerror or exc}); the journal"
-                    " is kept: free space or fix permissions, then open the store again"
-                ) from None
-            journal.clear()
-        self.recovery = Recovery(moved, kept, quarantine_path(journal.path) if kept else None)
-        if moved:
-            _log.warning("audit journal %s: %d record(s) moved into the store", journal.path, moved)
-        if kept:
-            _log.error(
-                "audit journal %s: %d unreadable stretch(es) quarantined in %s",
-                journal.path,
-                kept,
-                self.recovery.quarantine,
-            )
+        """Move the journal's records that the store lacks into it; empty the journal
+        (:func:`~shieldbench.service._replay.replay`)."""
+        self.recovery = replay(self, journal, batch=batch)
         return self.recovery
-
-    def _insert_recovered(self, records: Sequence[Record], bad: list[Unreadable]) -> int:
-        refused = self.insert_isolating([audit_row(r.line, r.body) for r in records])
-        for index, why in refused:
-            bad.append(records[index].unreadable(f"the store refused the record: {why}"))
-        return len(records) - len(refused)
 
     def insert_isolating(self, rows: Sequence[Mapping[str, Any]]) -> list[tuple[int, str]]:
         """:meth:`insert_chained`; if the store refuses the batch for what is in it (a
@@ -254,32 +220,11 @@ class AuditStore:
                 refused.append((index, why))
         return refused
 
-    def _not_stored(self, records: Sequence[Record]) -> list[Unreadable]:
-        """Of records at or below the store's head, those the store does not hold as is."""
-        if not records:
-            return []
-        seqs = [r.line.seq for r in records]
-        with self._store.session() as conn:
-            stored = dict(
-                conn.execute(
-                    sa.select(audit_table.c.seq, audit_table.c.hash).where(
-                        audit_table.c.seq.in_(seqs)
-                    )
-                ).all()
-            )
-        return [
-            r.unreadable(f"sequence number {r.line.seq} is in the store with another hash")
-            if r.line.seq in stored
-            else r.unreadable(f"sequence number {r.line.seq} is below the store's head, not in it")
-            for r in records
-            if stored.get(r.line.seq) != r.line.hash
-        ]
-
     def rows(
         self, *, since: float | None = None, kind: str | None = None
     ) -> Generator[Any, None, None]:
-        """Audit rows in chain order (optionally newer than ``since`` / of one kind)."""
-        query = sa.select(audit_table).order_by(audit_table.c.seq)
+        """Audit rows in ``(chain, seq)`` order (optionally newer than ``since`` / of one kind)."""
+        query = sa.select(audit_table).order_by(audit_table.c.chain, audit_table.c.seq)
         if since is not None:
             query = query.where(audit_table.c.created >= utc(since))
         if kind is not None:
@@ -290,6 +235,20 @@ class AuditStore:
                 yield from result
             finally:
                 result.close()
+
+    def decision_counts(self, *, since: float) -> dict[str, dict[str, int]]:
+        """Chain -> decision -> how many decisions since ``since`` (every replica's)."""
+        t = audit_table.c
+        query = (
+            sa.select(t.chain, t.decision, sa.func.count())
+            .where(t.kind == "decision", t.created >= utc(since))
+            .group_by(t.chain, t.decision)
+        )
+        out: dict[str, dict[str, int]] = {}
+        with self._store.session() as conn:
+            for chain, decision, n in conn.execute(query):
+                out.setdefault(str(chain), {})[str(decision)] = int(n)
+        return out
 
     def decision(self, decision_id: str) -> dict[str, Any] | None:
         """The body of one record by id, or ``None``."""
@@ -334,44 +293,14 @@ class AuditStore:
         now: float | None = None,
         chain: Callable[[dict[str, Any]], object] | None = None,
     ) -> int:
-        """Delete records older than the age; chain a ``retention`` record. Returns the count.
+        """Delete records older than the age in every chain; chain a ``retention`` record
+        (:mod:`~shieldbench.service._retention`). Returns the count.
 
         ``chain`` appends the retention record instead of this store (the service's
         writer, which owns the chain while it runs)."""
         cutoff = (time.time() if now is None else now) - older_than_s
         with self._lock:
-            return self._prune(cutoff, chain or (lambda body: self._append([body])))
-
-    def _prune(self, cutoff_posix: float, chain: Callable[[dict[str, Any]], object]) -> int:
-        cutoff = utc(cutoff_posix)
-        with self._store.session(write=True) as conn:
-            first_kept = conn.execute(
-                sa.select(audit_table.c.seq, audit_table.c.prev_hash)
-                .where(audit_table.c.created >= cutoff)
-                .order_by(audit_table.c.seq)
-                .limit(1)
-            ).first()
-            bound = audit_table.c.created < cutoff
-            if first_kept is not None:
-                bound = audit_table.c.seq < first_kept[0]
-            deleted = conn.execute(audit_table.delete().where(bound)).rowcount  # type: ignore[attr-defined]
-        if deleted:
-            if first_kept is None:  # everything went: the retention record is the anchor
-                seq, prev = self.head()[0] + 1, self.head()[1]
-            else:
-                seq, prev = int(first_kept[0]), str(first_kept[1])
-            chain(
-                {
-                    "kind": "retention",
-                    "id": hashlib.sha256(f"retention{time.time_ns()}".encode()).hexdigest()[:32],
-                    "created": time.time(),
-                    "deleted": int(deleted),
-                    "cutoff": cutoff_posix,
-                    "first_kept_seq": seq,
-                    "anchor_hash": prev,
-                }
-            )
-        return int(deleted)
+            return prune_chains(self, cutoff, chain or (lambda body: self._append([body])))
 
     def add_alert_delivered(self, alert: Alert, delivered: Mapping[str, Delivery]) -> int:
         """Store a fired alert and its deliveries in the history's ``alerts`` table."""

@@ -55,6 +55,12 @@ class _Ids:
     """
 
     def __init__(self) -> None:
+        self._reseed()
+        # A forked child (``serve --workers``) draws a prefix of its own: ids made by
+        # two workers must never collide (the store keeps them unique).
+        os.register_at_fork(after_in_child=self._reseed)
+
+    def _reseed(self) -> None:
         self._prefix = os.urandom(8).hex()
         self._count = itertools.count(1)
 

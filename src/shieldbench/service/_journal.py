@@ -39,6 +39,14 @@ line.
 Where: beside a SQLite file (``history.db.audit-journal``); for another database in
 ``$SHIELDBENCH_STATE_DIR`` (default ``~/.local/state/shieldbench``), named after a
 hash of the URL; ``SHIELDBENCH_AUDIT_JOURNAL`` names the file outright.
+
+Replicas: the single SQLite server writes the chain ``main`` into that file. On
+PostgreSQL every server process (a replica) starts a chain of its own
+(:func:`new_chain_id`) and journals it in ``<journal>.<chain>``
+(:func:`chain_journal_path`), locked while it lives and deleted when it closes
+cleanly. A replica that dies leaves its file; whoever opens the store next on the
+host (another replica starting, ``audit verify``) finds it (:func:`chain_journals`),
+takes its lock, moves its records in and deletes it.
 """
 
 from __future__ import annotations
@@ -50,6 +58,8 @@ import json
 import logging
 import os
 import re
+import secrets
+import socket
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -60,17 +70,23 @@ from shieldbench.errors import StoreError
 
 __all__ = [
     "ENV_JOURNAL",
+    "ENV_REPLICA",
     "ENV_STATE_DIR",
+    "MAIN_CHAIN",
     "Journal",
     "JournalLine",
     "Record",
     "Unreadable",
     "chain_hash",
     "chain_hash_bytes",
+    "chain_journal_path",
+    "chain_journals",
     "encode_line",
     "journal_path",
     "line_bytes",
+    "new_chain_id",
     "quarantine",
+    "quarantine_files",
     "quarantine_path",
     "quarantined_count",
 ]
@@ -78,7 +94,43 @@ __all__ = [
 _log = logging.getLogger("shieldbench.service.audit")
 ENV_JOURNAL = "SHIELDBENCH_AUDIT_JOURNAL"
 ENV_STATE_DIR = "SHIELDBENCH_STATE_DIR"
+ENV_REPLICA = "SHIELDBENCH_REPLICA"
 _DEFAULT_STATE = "~/.local/state/shieldbench"
+#: The chain of the single server (SQLite) and of every record written before replicas.
+MAIN_CHAIN = "main"
+_QUARANTINE = ".quarantine"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def new_chain_id(replica: str | None = None) -> str:
+    """A fresh chain id: ``<replica>.<8 hex>`` (at most 48 characters).
+
+    ``replica`` (else ``$SHIELDBENCH_REPLICA``, else ``<host>-<pid>``) names the
+    process in ``audit verify``'s reports and the metrics' ``replica`` label; the
+    random suffix makes every start a new chain, so two processes never share one,
+    even across hosts. Characters other than letters, digits, ``-`` and ``_`` become
+    ``-`` (the id is part of a file name)."""
+    name = replica or os.environ.get(ENV_REPLICA) or f"{socket.gethostname()}-{os.getpid()}"
+    name = _UNSAFE.sub("-", name).strip("-")[:39] or "replica"
+    return f"{name}.{secrets.token_hex(4)}"
+
+
+def chain_journal_path(journal: Path, chain: str) -> Path:
+    """The journal of one replica's chain (``<journal>.<chain>``); ``main``: ``journal``."""
+    if chain == MAIN_CHAIN:
+        return journal
+    return journal.with_name(f"{journal.name}.{chain}")
+
+
+def chain_journals(journal: Path) -> list[Path]:
+    """The replica journals of a store on this host (live or left by a dead replica)."""
+    found = journal.parent.glob(f"{glob_escape(journal.name)}.*")
+    return sorted(p for p in found if not p.name.endswith(_QUARANTINE))
+
+
+def glob_escape(name: str) -> str:
+    """``name`` with glob's special characters escaped."""
+    return re.sub(r"([*?\[])", r"[\1]", name)
 
 
 def journal_path(backend: str, where: str) -> Path:
@@ -151,12 +203,18 @@ class Journal:
         self._torn = False
 
     @classmethod
-    def open(cls, path: Path, *, wait: bool = False) -> Journal | None:
+    def open(cls, path: Path, *, wait: bool = False, create: bool = True) -> Journal | None:
         """Open (create) and lock the journal; ``None`` if another process holds it
-        (``wait=False``). Raises :class:`StoreError` when the file cannot be opened."""
+        (``wait=False``) or, with ``create=False``, if it does not exist. Raises
+        :class:`StoreError` when the file cannot be opened."""
+        flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | (os.O_CREAT if create else 0)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+            fd = os.open(path, flags, 0o600)
+        except FileNotFoundError:
+            if create:
+                raise StoreError(f"audit journal {path}: cannot be created") from None
+            return None
         except OSError as exc:
             raise StoreError(f"audit journal {path}: {exc.strerror or exc}") from exc
         try:
@@ -214,6 +272,11 @@ class Journal:
         """Empty the file (every record in it is in the store)."""
         os.ftruncate(self._fd, 0)
         self.size = 0
+
+    def remove(self) -> None:
+        """Delete the file (still locked; call :meth:`close` next): a replica's
+        journal, empty, whose chain is over."""
+        self.path.unlink(missing_ok=True)
 
     def close(self) -> None:
         """Release the lock and the file."""
@@ -329,3 +392,9 @@ def quarantined_count(journal: Path) -> int:
             return sum(1 for _ in fh)
     except FileNotFoundError:
         return 0
+
+
+def quarantine_files(journal: Path) -> list[Path]:
+    """The quarantine files of a store's journals (``main`` and every replica's)."""
+    pattern = f"{glob_escape(journal.name)}*{_QUARANTINE}"
+    return sorted(p for p in journal.parent.glob(pattern) if p.is_file())

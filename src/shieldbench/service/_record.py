@@ -15,9 +15,18 @@ from typing import Any
 import orjson
 
 from shieldbench._redact import has_secrets, mask_all, redact_all
-from shieldbench.service._journal import JournalLine
+from shieldbench.service._journal import MAIN_CHAIN, JournalLine
 
-__all__ = ["GENESIS", "audit_row", "canonical", "canonical_bytes", "scrub_record", "utc"]
+__all__ = [
+    "GENESIS",
+    "MAIN_CHAIN",
+    "audit_row",
+    "canonical",
+    "canonical_bytes",
+    "chain_of",
+    "scrub_record",
+    "utc",
+]
 
 GENESIS = "0" * 64
 
@@ -69,9 +78,17 @@ def utc(posix: float) -> datetime:
     return datetime.fromtimestamp(posix, UTC)
 
 
+def chain_of(body: Mapping[str, Any]) -> str:
+    """The chain a record belongs to: its ``chain`` field (:data:`MAIN_CHAIN` when it has
+    none: every record written before replicas, and the single SQLite server's)."""
+    chain = body.get("chain", MAIN_CHAIN)
+    return chain if isinstance(chain, str) else str(chain)
+
+
 def audit_row(line: JournalLine, body: Mapping[str, Any]) -> dict[str, Any]:
     """The ``guard_audit`` row of a chained record (``body`` is ``line.body`` parsed)."""
     return {
+        "chain": chain_of(body),
         "seq": line.seq,
         "id": str(body["id"]),
         "kind": str(body["kind"]),

@@ -1,4 +1,11 @@
-"""The running service's parts, built once in the lifespan and reached through dependencies."""
+"""The running service's parts, built once in the lifespan and reached through dependencies.
+
+One process is one replica. On SQLite it writes the store's ``main`` chain (one server
+process per store). On any other store it starts a chain of its own
+(:func:`~shieldbench.service._journal.new_chain_id`; ``$SHIELDBENCH_REPLICA`` names
+it), first moving in the journals dead replicas left on this host, so any number of
+processes (``serve --workers N``, or ``serve`` on several hosts) share one store.
+"""
 
 from __future__ import annotations
 
@@ -18,9 +25,10 @@ from shieldbench.service._alerts import AlertLoop
 from shieldbench.service._audit import AuditStore
 from shieldbench.service._config import ServeConfig
 from shieldbench.service._guard import Guard
+from shieldbench.service._journal import MAIN_CHAIN, new_chain_id
 from shieldbench.service._prom import GuardMetrics
 from shieldbench.service._screen import Screen
-from shieldbench.service._stats import RollingWindow, quality
+from shieldbench.service._stats import RollingWindow, quality, store_traffic
 from shieldbench.service._warnq import WarnQueue
 from shieldbench.service._writer import AuditWriter
 
@@ -89,12 +97,17 @@ class Service:
         """Wire the parts together (the store is opened, its tables created if missing)."""
         store = AuditStore(config.db, recover=False)  # the writer replays, holding the lock
         try:
-            writer = AuditWriter(store, fsync_s=config.journal_fsync_s)
+            chain = MAIN_CHAIN
+            if store.backend != "sqlite":  # a replica: its own chain; dead ones' journals in
+                chain = new_chain_id()
+                store.recover()
+            writer = AuditWriter(store, fsync_s=config.journal_fsync_s, chain=chain)
         except BaseException:
             store.close()
             raise
+        _log.info("audit chain %s (replica)", chain)
         executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="shieldbench-defense")
-        metrics, window = GuardMetrics(), RollingWindow()
+        metrics, window = GuardMetrics(replica=chain), RollingWindow()
 
         def screen(defense: Defense) -> Screen:
             return Screen(
@@ -174,14 +187,18 @@ class Service:
             await asyncio.sleep(3600)
 
     def stats(self, window_s: float) -> dict[str, Any]:
-        """The rolling metrics document of ``GET /v1/stats``."""
+        """The rolling metrics document of ``GET /v1/stats``: ``traffic`` is this
+        replica's (latency needs its own clock), ``store`` counts every replica's
+        decisions in the store, ``quality`` is every replica's feedback."""
         since = time.time() - window_s
         labelled = self.store.labelled(since=since)
         return {
             "window_s": window_s,
+            "replica": self.writer.chain,
             "defense": {"name": self.guard.inline.name, "version": self.guard.inline.version},
             "mode": self.config.mode,
             "traffic": self.window.traffic(window_s),
+            "store": store_traffic(self.store.decision_counts(since=since)),
             "quality": quality(labelled.values()),
         }
 

@@ -2,10 +2,12 @@
 
 Traffic figures (requests, decision rates, latency quantiles, errors, fast-path share,
 de-duplication hits, warn-only disagreement) come from an in-memory ring of the
-latest decisions (``max_events``, default one million). Quality figures (precision,
-recall, FPR with Wilson 95% intervals and their n) come from the reviewers' feedback
-in the store: a decision counts as flagged when the inline defense said ``block``
-(or ``warn`` in monitor mode); feedback ``attack`` is the positive class.
+latest decisions (``max_events``, default one million): this replica's. The
+service's totals over every replica come from the store (:func:`store_traffic`).
+Quality figures (precision, recall, FPR with Wilson 95% intervals and their n) come
+from the reviewers' feedback in the store: a decision counts as flagged when the
+inline defense said ``block`` (or ``warn`` in monitor mode); feedback ``attack`` is
+the positive class.
 
 Example:
     >>> w = RollingWindow()
@@ -25,7 +27,7 @@ from typing import Any
 
 from shieldbench.metrics import rate
 
-__all__ = ["Event", "RollingWindow", "breaches", "quality"]
+__all__ = ["Event", "RollingWindow", "breaches", "quality", "store_traffic"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +111,24 @@ class RollingWindow:
             "warn_flagged_inline_allowed": disagree,
             "warn_dropped": sum(1 for when in reversed(self._dropped) if when >= cutoff),
         }
+
+
+def store_traffic(counts: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
+    """Every replica's decisions as the store holds them (chain -> decision -> count):
+    the service's totals, rates and each replica's share (decisions on their way from
+    a journal, about 20 ms, are not counted yet)."""
+    totals = dict.fromkeys(("allow", "block", "warn"), 0)
+    for per in counts.values():
+        for decision, n in per.items():
+            totals[decision] = totals.get(decision, 0) + n
+    n = sum(totals.values())
+    return {
+        "requests": n,
+        "decisions": totals,
+        "block_rate": _share(totals["block"], n),
+        "warn_rate": _share(totals["warn"], n),
+        "replicas": {chain: sum(per.values()) for chain, per in sorted(counts.items())},
+    }
 
 
 def _rate_json(k: int, n: int) -> dict[str, Any]:

@@ -9,6 +9,10 @@ are copies of body fields for queries; the hash covers the body, and ``audit ver
 rebuilds every column from it and compares (:mod:`shieldbench.service._verify`): a
 new column must be derived in ``audit_row`` or verify reports it as not covered. Created by the
 alembic revision ``0002`` (``shieldbench/store/migrations/versions/0002_guard.py``).
+
+Each writer keeps its own chain: ``chain`` names it (``main``: the single server on
+SQLite, and every record written before replicas; a replica's chain otherwise), and
+``seq`` counts within it; the primary key is ``(chain, seq)`` (revision ``0003``).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ _PK = BigInteger().with_variant(Integer, "sqlite")  # SQLite: INTEGER PRIMARY KE
 class GuardAuditRow(Base):
     __tablename__ = "guard_audit"
 
+    chain: Mapped[str] = mapped_column(String(48), primary_key=True, server_default="main")
     seq: Mapped[int] = mapped_column(_PK, primary_key=True, autoincrement=False)
     id: Mapped[str] = mapped_column(String(40), unique=True)
     kind: Mapped[str] = mapped_column(String(16))

@@ -14,6 +14,12 @@ The hash itself did not change for this (it never covered the columns, and still
 covers the body, which holds them): records written before the column check verify
 as they did, and an edit of their columns is now reported too.
 
+Chains: every writer keeps its own chain (the ``chain`` column; ``main`` for the single
+SQLite server and every record of before replicas), and each chain is verified on its
+own (rows in ``(chain, seq)`` order); a problem names its chain, which names the
+replica (``<replica>.<8 hex>``). A chain that does not start at 1 must start where a
+retention record (on any chain) anchored it.
+
 Verification does not stop at the first break: each broken record is named by its
 sequence number (the first :data:`MAX_LISTED` of them listed, the rest counted), and
 the chain is picked up again after it, so one gap (a record quarantined from a
@@ -28,7 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from shieldbench.service._audit import GENESIS, AuditStore, audit_row
+from shieldbench.service._audit import GENESIS, MAIN_CHAIN, AuditStore, audit_row
 from shieldbench.service._journal import JournalLine, chain_hash
 from shieldbench.service._tables import audit_table
 
@@ -39,20 +45,21 @@ MAX_LISTED = 100
 
 @dataclass(frozen=True, slots=True)
 class ChainProblem:
-    """One broken record: its sequence number, id, and what is wrong with it."""
+    """One broken record: its sequence number, id, what is wrong, and its chain."""
 
     seq: int
     id: str
     problem: str
+    chain: str = MAIN_CHAIN
 
 
 @dataclass(frozen=True, slots=True)
 class ChainReport:
     """What :func:`verify_chain` found: ``ok``, how many records, the broken ones.
 
-    ``first_broken_*`` and ``problem`` describe the earliest broken record;
-    ``problems`` lists up to :data:`MAX_LISTED` of them in chain order, ``unlisted``
-    counts the others."""
+    ``first_broken_*`` and ``problem`` describe the first broken record (chains in
+    name order); ``problems`` lists up to :data:`MAX_LISTED` of them in chain order,
+    ``unlisted`` counts the others; ``chains`` counts the chains read."""
 
     ok: bool
     records: int
@@ -61,11 +68,13 @@ class ChainReport:
     problem: str | None = None
     problems: tuple[ChainProblem, ...] = ()
     unlisted: int = 0
+    chains: int = 0
+    first_broken_chain: str | None = None
 
 
 def verify_chain(store: AuditStore) -> ChainReport:
     """Recompute every hash in order and check every column; name each broken record."""
-    with contextlib.closing(store.rows()) as rows:
+    with contextlib.closing(store.rows()) as rows:  # in (chain, seq) order
         return _verify(rows)
 
 
@@ -107,45 +116,57 @@ def _row_issues(row: Any, prev: str | None, expected_seq: int | None) -> list[st
     return issues + _body_issues(row)
 
 
-def _anchor(row: Any) -> tuple[int, str] | None:
-    """A retention record's first kept sequence number and the hash it chains from."""
+def _anchors(row: Any) -> list[tuple[str, int, str]]:
+    """The chain starts a retention record anchors: (chain, first kept seq, hash it
+    chains from); a record of before replicas anchors its own chain."""
     try:
         data = json.loads(str(row.body))
-        if isinstance(data, dict) and data.get("kind") == "retention":
-            return int(data["first_kept_seq"]), str(data["anchor_hash"])
+        if not (isinstance(data, dict) and data.get("kind") == "retention"):
+            return []
+        if "anchors" in data:
+            return [
+                (str(a["chain"]), int(a["first_kept_seq"]), str(a["anchor_hash"]))
+                for a in data["anchors"]
+            ]
+        return [(str(row.chain), int(data["first_kept_seq"]), str(data["anchor_hash"]))]
     except (ValueError, KeyError, TypeError, RecursionError):
-        pass
-    return None
+        return []
 
 
 def _verify(rows: Iterator[Any]) -> ChainReport:
     prev: str | None = None
     expected_seq: int | None = None
+    chain = ""  # no chain id is empty
     count = 0
-    anchors: dict[int, str] = {}
-    first: tuple[int, str, str] | None = None
-    problems: list[ChainProblem] = []
-    total = 0
+    anchors: set[tuple[str, int, str]] = set()
+    firsts: list[tuple[int, str, str, str]] = []  # per chain: seq, id, prev_hash, chain
+    found: list[ChainProblem] = []
     for row in rows:
         count += 1
-        if first is None:
-            first = (int(row.seq), str(row.id), str(row.prev_hash))
+        if row.chain != chain:  # a new chain starts
+            chain, prev, expected_seq = str(row.chain), None, None
+            firsts.append((int(row.seq), str(row.id), str(row.prev_hash), chain))
         issues = _row_issues(row, prev, expected_seq)
         if issues:
-            total += 1
-            if len(problems) < MAX_LISTED:
-                problems.append(ChainProblem(int(row.seq), str(row.id), "; ".join(issues)))
-        anchor = _anchor(row)
-        if anchor is not None:
-            anchors[anchor[0]] = anchor[1]
+            found.append(ChainProblem(int(row.seq), str(row.id), "; ".join(issues), chain))
+        anchors.update(_anchors(row))
         prev, expected_seq = str(row.hash), int(row.seq) + 1  # picked up again after a break
-    if first is not None and first[0] != 1:  # a missing prefix is the earliest problem
-        seq0, rid0, prev0 = first
-        if anchors.get(seq0) != prev0 and prev0 != GENESIS:
-            problems.insert(0, ChainProblem(seq0, rid0, "records before it were removed"))
-            total += 1
-    if not problems:
-        return ChainReport(True, count)
-    head = problems[0]
-    listed = tuple(problems[:MAX_LISTED])
-    return ChainReport(False, count, head.seq, head.id, head.problem, listed, total - len(listed))
+    for seq0, rid0, prev0, chain0 in firsts:  # a missing prefix is a chain's earliest problem
+        if seq0 != 1 and prev0 != GENESIS and (chain0, seq0, prev0) not in anchors:
+            found.append(ChainProblem(seq0, rid0, "records before it were removed", chain0))
+    if not found:
+        return ChainReport(True, count, chains=len(firsts))
+    found.sort(key=lambda p: (p.chain, p.seq))
+    head = found[0]
+    listed = tuple(found[:MAX_LISTED])
+    return ChainReport(
+        False,
+        count,
+        head.seq,
+        head.id,
+        head.problem,
+        listed,
+        len(found) - len(listed),
+        chains=len(firsts),
+        first_broken_chain=head.chain,
+    )

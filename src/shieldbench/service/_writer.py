@@ -16,6 +16,13 @@ thread retries with a back-off; a journal that cannot be written (disk full) fai
 :meth:`flushed` awaits the store having every record submitted so far (feedback
 looks a decision up there); it wakes the thread at once. :meth:`close` moves the rest
 and empties the journal.
+
+Chains: ``chain="main"`` (the default; the single SQLite server) continues the store's
+``main`` chain in the store's journal, which one process at a time may hold: a second
+writer is refused. Any other chain id (:func:`~shieldbench.service._journal.new_chain_id`,
+one per replica process) has its own journal file and its own chain, so any number of
+writers run side by side on one store; a replica's journal is deleted when it closes
+with every record in the store.
 """
 
 from __future__ import annotations
@@ -36,9 +43,11 @@ from shieldbench.service._audit import (
     scrub_record,
 )
 from shieldbench.service._journal import (
+    MAIN_CHAIN,
     Journal,
     JournalLine,
     Unreadable,
+    chain_journal_path,
     line_bytes,
     quarantine,
 )
@@ -62,16 +71,19 @@ class AuditWriter:
         max_batch: int = 512,
         period_s: float = 0.02,
         lock_wait_s: float = 5.0,
+        chain: str = MAIN_CHAIN,
     ) -> None:
-        journal = Journal.open(store.journal_path)
+        path = chain_journal_path(store.journal_path, chain)
+        journal = Journal.open(path)
         deadline = time.monotonic() + lock_wait_s  # a reader (audit verify) may be replaying
         while journal is None and time.monotonic() < deadline:
             time.sleep(0.1)
-            journal = Journal.open(store.journal_path)
+            journal = Journal.open(path)
         if journal is None:
             raise StoreError(
-                f"audit journal {store.journal_path} is held by another running server"
-                " on this store; one server writes one audit log"
+                f"audit journal {path} is held by another running server on this store;"
+                " a SQLite store takes one server process: to run several (--workers N, or"
+                " replicas on several hosts) use a PostgreSQL store (--db postgresql://...)"
             )
         try:
             store.replay(journal)  # what a killed predecessor left, before anything new
@@ -79,11 +91,12 @@ class AuditWriter:
             journal.close()
             raise
         self.store = store
+        self.chain = chain
         self.journal = journal
         self.fsync_s = fsync_s
         self.max_batch = max_batch
         self.period_s = min(period_s, fsync_s) if fsync_s else period_s
-        self._seq, self._prev = store.head()
+        self._seq, self._prev = store.head(chain)
         self._moved = self._seq
         self._lock = threading.Lock()  # the chain's order: retention appends from a thread
         self._records: collections.deque[_Written] = collections.deque()
@@ -112,6 +125,7 @@ class AuditWriter:
         with self._lock:
             seq, prev = self._seq + 1, self._prev
             body["seq"] = seq  # the caller's no more (see above)
+            body["chain"] = self.chain
             data = canonical_bytes(body)
             digest = chain_hash_bytes(prev, data)
             self.journal.write(line_bytes(seq, prev, digest, data))
@@ -231,6 +245,8 @@ class AuditWriter:
             if self._thread.is_alive():  # the file stays open: the thread may still use it
                 _log.error("audit store still failing at shutdown: the journal keeps the records")
                 return
+            if self.chain != MAIN_CHAIN and self.journal.size == 0:
+                self.journal.remove()  # the chain is over and all of it is in the store
         self.journal.close()
 
 

@@ -1,0 +1,173 @@
+"""Service scale-out: checks/s with 1 and 2 worker processes on one PostgreSQL store.
+
+Same server code as ``shieldbench serve --workers N`` (the forked workers of
+``shieldbench.cli._workers`` on one listening socket, each a replica with its own
+audit chain), with the harness's bare ASGI ``/floor`` route in front of the app
+(:mod:`_service_harness`); same aiohttp client, same request bodies, same run, and
+the servers take turns (1 worker, 2 workers, again), so a load change on the machine
+hits both. Figures: checks/s at concurrency 32 (goal: 2 workers >= 1.7x 1 worker) and
+the p50 of ``/v1/check`` against ``/floor`` of the same server at concurrency 32
+(goal: <= 1.3x with 2 workers).
+
+The store is ``--db URL`` (a PostgreSQL database), else a private PostgreSQL server
+started for the run (``tests/_postgres.py``; its binaries must be installed).
+
+Run: ``python benchmarks/service_scale.py [--quick] [--db URL]``; the output is saved
+to ``benchmarks/results/service_scale.txt``. Timings taken on a shared, loaded machine
+say little: rerun on an idle one before quoting them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "src"), str(HERE.parent / "tests")]
+
+from _service_harness import _with_floor, load, ms, quantile  # noqa: E402
+
+RESULTS = HERE / "results" / "service_scale.txt"
+CONCURRENCY = 32
+
+
+def _serve(workers: int, db: str) -> None:
+    """The server (in a subprocess): ``workers`` forked workers, the floor in front."""
+    import socket
+
+    import uvicorn
+
+    from shieldbench.cli._workers import run_workers
+    from shieldbench.service import ServeConfig, build_defenses, create_app
+
+    cfg = ServeConfig(defense="pattern", db=db)
+    defenses = build_defenses(cfg)
+
+    def serve(sock: socket.socket, slot: int) -> int:
+        app = _with_floor(create_app(cfg, defenses))
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+        server.run(sockets=[sock])
+        return 0
+
+    import logging
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
+    sys.exit(run_workers(serve, host="127.0.0.1", port=0, workers=workers))
+
+
+@contextlib.contextmanager
+def _server(workers: int, db: str) -> Iterator[str]:
+    env = dict(os.environ, PYTHONPATH=str(HERE.parent / "src"), HF_HUB_OFFLINE="1")
+    process = subprocess.Popen(
+        [sys.executable, __file__, "serve", str(workers), db],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert process.stdout is not None
+        url = None
+        for line in process.stdout:
+            match = re.search(r"Uvicorn running on (http://\S+)", line)
+            if match:
+                url = match.group(1)
+                break
+        if url is None:
+            raise RuntimeError("server did not start")
+        import httpx
+
+        ready = 0
+        deadline = time.monotonic() + 120
+        while ready < workers * 4:  # every worker answered readyz a few times
+            with contextlib.suppress(httpx.HTTPError):
+                ready += httpx.get(f"{url}/readyz").status_code == 200
+            if time.monotonic() > deadline:
+                raise RuntimeError("server not ready")
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@contextlib.contextmanager
+def _postgres() -> Iterator[str]:
+    import _postgres as pg
+
+    bin_dir = pg._bin_dir()
+    if bin_dir is None:
+        raise SystemExit("no PostgreSQL binaries: pass --db postgresql://...")
+    base = Path(tempfile.mkdtemp(prefix="sb-scale-pg-"))
+    server = pg._start(bin_dir, base)
+    try:
+        yield server.create_database()
+    finally:
+        stop = [str(bin_dir / "pg_ctl"), "-D", str(server.data_dir), "-m", "fast", "stop"]
+        subprocess.run(pg._as_user(stop), capture_output=True, cwd=base)
+
+
+def _measure(url: str, n: int) -> dict[str, list[float] | float]:
+    bodies = [{"text": f"benchmark message number {i} about the weather"} for i in range(n)]
+    floor, _, _ = load(f"{url}/floor", bodies, concurrency=CONCURRENCY)
+    check, wall, answers = load(f"{url}/v1/check", bodies, concurrency=CONCURRENCY)
+    assert all(status == 200 for status, _ in answers), "a check failed"
+    return {"floor": floor, "check": check, "rate": n / wall}
+
+
+def main(*, n: int, rounds: int, db: str | None) -> None:
+    lines = [
+        f"service_scale.py: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()},"
+        f" {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f};"
+        f" {n} checks x {rounds} round(s) per server, concurrency {CONCURRENCY}",
+    ]
+    with contextlib.ExitStack() as stack:
+        url_db = db or stack.enter_context(_postgres())
+        results: dict[int, dict[str, list[float]]] = {1: {}, 2: {}}
+        for _ in range(rounds):
+            for workers in (1, 2):
+                with _server(workers, url_db) as url:
+                    load(f"{url}/v1/check", [{"text": "warm up"}] * 200, concurrency=8)
+                    got = _measure(url, n)
+                for key, value in got.items():
+                    results[workers].setdefault(key, []).extend(
+                        value if isinstance(value, list) else [value]
+                    )
+    for workers in (1, 2):
+        r = results[workers]
+        rate = sorted(r["rate"])[len(r["rate"]) // 2]
+        ratio = quantile(r["check"], 0.5) / quantile(r["floor"], 0.5)
+        lines.append(
+            f"  {workers} worker(s): {rate:8.0f} checks/s (median of rounds);"
+            f" check {ms(r['check'])}; floor {ms(r['floor'])};"
+            f" p50 check/floor {ratio:.2f}x"
+        )
+    one, two = (sorted(results[w]["rate"])[len(results[w]["rate"]) // 2] for w in (1, 2))
+    ratio2 = quantile(results[2]["check"], 0.5) / quantile(results[2]["floor"], 0.5)
+    lines.append(f"  scale-out: 2 workers / 1 worker = {two / one:.2f}x checks/s (goal >= 1.7x)")
+    lines.append(f"  p50 at c={CONCURRENCY}, 2 workers: {ratio2:.2f}x the floor (goal <= 1.3x)")
+    text = "\n".join(lines)
+    print(text)
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "serve":
+        _serve(int(sys.argv[2]), sys.argv[3])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1,000 checks, one round")
+    parser.add_argument("--db", help="a PostgreSQL URL (else a private server is started)")
+    args = parser.parse_args()
+    main(n=1000 if args.quick else 5000, rounds=1 if args.quick else 3, db=args.db)
