@@ -142,7 +142,9 @@ class GuardrailRequest(BaseModel):
     input_type: Literal["request", "response"] = "request"
     litellm_call_id: str | None = None
     litellm_trace_id: str | None = None
-    structured_messages: list[dict[str, Any]] | None = None
+    # the chat messages' schema, so the OpenAPI document says what is accepted: a known
+    # role, known part types (the same rule as /v1/check's messages)
+    structured_messages: list[Message] | None = None
     additional_provider_specific_params: dict[str, Any] | None = None
 
 
