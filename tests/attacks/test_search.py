@@ -267,7 +267,8 @@ def test_max_attacks_is_a_seeded_subset(toys: SimpleNamespace, toy: Dataset) -> 
 
 def test_batch_defenses_are_screened_in_batches(toys: SimpleNamespace, toy: Dataset) -> None:
     defense = toys.Batch()
-    config = RunConfig(warmup=0, batch_size=7)
+    # no per-call latency sample: Batch refuses single-text check() calls
+    config = RunConfig(warmup=0, batch_size=7, latency_sample=0)
     r = run_attack(defense, toy, settings=AttackSettings(budget=30, rounds=2), config=config)
     assert sum(defense.batches) == r.counts.static_queries + r.counts.search_queries
     assert max(defense.batches) == 7

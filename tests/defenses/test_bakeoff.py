@@ -105,7 +105,9 @@ def test_the_bake_off_page_runs_end_to_end(
             for dataset in ("builtin:smoke", "jsonl:data/bake-off.jsonl"):
                 assert f"## Per category: {spec}" in markdown.replace("\\|", "|")
                 assert dataset in markdown
-        assert "FPR within the 1.0% target" in markdown  # --max-fpr 0.01
+        # --max-fpr 0.01: no threshold card, since a few dozen benign samples cannot bound
+        # an FPR that low (the card needs its interval's upper bound within the target)
+        assert "FPR within the 1.0% target" not in markdown
         assert "dual: warner would add" in markdown
         assert re.findall(r"(\d+) warner errors", markdown) == ["0", "0"]
         assert re.search(r"warner would add \| \+\d+ attacks caught \(\+\S+ of 26\)", markdown)

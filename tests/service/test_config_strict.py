@@ -137,7 +137,8 @@ def test_the_library_record_is_checked_too() -> None:
         AlertThresholds(window_s="x")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match=r"timeout_s = '5'"):
         ServeConfig().with_overrides(timeout_s="5")
-    assert ServeConfig(roles=["user"]).roles == ("user",)  # type: ignore[arg-type]
+    given = ["system"]
+    assert ServeConfig(trusted_roles=given).trusted_roles == ("system",)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
