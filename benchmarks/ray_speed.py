@@ -27,23 +27,21 @@ sys.path.insert(0, str(HERE))
 
 from shieldbench.datasets import Dataset  # noqa: E402
 from shieldbench.defenses import build_defense  # noqa: E402
-from shieldbench.engine import RayExecutor, run_defense  # noqa: E402
+from shieldbench.engine import RayExecutor, run_defense, start_local_ray  # noqa: E402
 from shieldbench.types import RunConfig, Sample  # noqa: E402
 
 SPEC = "python(_sleepy:Sleepy, ms=5)"
 
 
 def main() -> int:
-    import ray
-
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 20_000
     workers = int(sys.argv[2]) if len(sys.argv) > 2 else 2
     data = Dataset("bench", tuple(Sample(f"s{i}", f"text {i}", "benign") for i in range(n)))
     defense = build_defense(SPEC)
-    ray.init(
-        address="local", num_cpus=workers, include_dashboard=False, log_to_driver=False,
-        _temp_dir=tempfile.mkdtemp(prefix="sbray-"),
-    )  # fmt: skip
+    # on 127.0.0.1 only, like every Ray that shieldbench starts
+    ray = start_local_ray(
+        num_cpus=workers, log_to_driver=False, _temp_dir=tempfile.mkdtemp(prefix="sbray-")
+    )
     t0 = time.perf_counter()
     local = run_defense(
         defense, data, config=RunConfig(concurrency=workers, warmup=0, timeout_s=30.0)

@@ -7,6 +7,7 @@ one line and exit 2, before any port is opened), and runs the app on uvicorn.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import webbrowser
@@ -65,9 +66,9 @@ def view(
         if open_browser:
             webbrowser.open(url)
     try:
-        server.run()
-    except KeyboardInterrupt:
-        pass  # uvicorn re-raises Ctrl-C after its graceful shutdown: stopping is the normal end
+        # uvicorn re-raises Ctrl-C after its graceful shutdown: stopping is the normal end
+        with contextlib.suppress(KeyboardInterrupt):
+            server.run()
     finally:
         store.close()
     if not server.started:

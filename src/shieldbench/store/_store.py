@@ -17,26 +17,10 @@ from shieldbench._redact import mask_all, redact, redact_all
 from shieldbench.alerts import Alert, Delivery
 from shieldbench.errors import StoreError
 from shieldbench.identity import DefenseIdentity
+from shieldbench.store._browse import Browsing
 from shieldbench.store._git import git_info
 from shieldbench.store._models import AlertRow, AttackRow, RunRow
 from shieldbench.store._open import StoreEngine, open_engine, resolve_url
-from shieldbench.store._outcomes import (
-    OutcomePage,
-    StoredOutcome,
-    outcome_at,
-    outcome_page,
-    sample_facets,
-)
-from shieldbench.store._read import (
-    AttackInfo,
-    DatasetVersion,
-    Flip,
-    RunPage,
-    attack_infos,
-    dataset_versions,
-    flips,
-    run_page,
-)
 from shieldbench.store._resolve import defense_specs, resolve_reference
 from shieldbench.store._runs import RunInfo, filtered, list_runs, newest, read_run
 from shieldbench.store._runwrite import insert_run
@@ -67,7 +51,7 @@ class StoredAlert:
     delivered: Mapping[str, Any]
 
 
-class Store:
+class Store(Browsing):
     """An opened history database. Make one with :func:`open_store`; close it after.
 
     Every method is one transaction. ``session(write=True)`` gives the same to
@@ -228,74 +212,6 @@ class Store:
         if found_ids:
             raise StoreError(f"run id prefix {ref!r} is ambiguous: {', '.join(found_ids)}, ...")
         raise StoreError(f"{self.url}: no stored run with id {ref!r}")
-
-    # -- browsing (the viewer): paged, filtered in SQL -----------------------------
-
-    def run_page(
-        self,
-        *,
-        defense: str | None = None,
-        dataset: str | None = None,
-        tags: Mapping[str, str] | None = None,
-        commit: str | None = None,
-        source: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        sort: str = "started",
-        descending: bool = True,
-        offset: int = 0,
-        limit: int = 50,
-    ) -> RunPage:
-        """One page of the runs matching every filter (see :func:`_read.run_page`):
-        ``defense`` / ``dataset`` match a substring of the spec, ``commit`` a prefix;
-        ``sort`` is one of :data:`RUN_SORTS`."""
-        with self.session() as s:
-            return run_page(
-                s,
-                defense=defense,
-                dataset=dataset,
-                tags=tags,
-                commit=commit,
-                source=source,
-                since=since,
-                until=until,
-                sort=sort,
-                descending=descending,
-                offset=offset,
-                limit=limit,
-            )
-
-    def outcome_page(self, ref: str, **filters: Any) -> OutcomePage:
-        """One page of run ``ref``'s samples with their outcomes, filtered by outcome
-        kind, score range, text, category, tier, source, label, positions (the
-        keyword arguments of :func:`shieldbench.store._read.outcome_page`)."""
-        with self.session() as s:
-            return outcome_page(s, self.resolve(ref, session=s), **filters)
-
-    def outcome(self, ref: str, position: int) -> StoredOutcome:
-        """Run ``ref``'s sample at ``position`` with its outcome."""
-        with self.session() as s:
-            return outcome_at(s, self.resolve(ref, session=s), position)
-
-    def sample_facets(self, ref: str) -> dict[str, list[str]]:
-        """The distinct categories, tiers and sources of run ``ref``'s samples."""
-        with self.session() as s:
-            return sample_facets(s, self.resolve(ref, session=s))
-
-    def flips(self, ref_a: str, ref_b: str) -> tuple[Flip, ...]:
-        """The samples whose verdict differs between two runs of the same samples."""
-        with self.session() as s:
-            return flips(s, self.resolve(ref_a, session=s), self.resolve(ref_b, session=s))
-
-    def dataset_versions(self, *, limit: int = 500) -> tuple[DatasetVersion, ...]:
-        """Every dataset version (content hash) measured, most recently measured first."""
-        with self.session() as s:
-            return dataset_versions(s, limit=limit)
-
-    def attack_infos(self, *, limit: int = 200) -> tuple[AttackInfo, ...]:
-        """The newest stored adaptive attacks, newest first, without their documents."""
-        with self.session() as s:
-            return attack_infos(s, limit=limit)
 
     # -- attacks --------------------------------------------------------------------
 
