@@ -14,9 +14,7 @@ the rows of the requested page are read whole from SQL.
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -25,6 +23,7 @@ from numpy.typing import NDArray
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from shieldbench._lru import LruCache
 from shieldbench.errors import StoreError
 from shieldbench.store._models import OutcomeRow, RunRow, SampleSetRow
 from shieldbench.store._read import run_row
@@ -130,26 +129,8 @@ _FACETS = {"category": 3, "tier": 6, "source": 7}
 _STATUS = {"ok": 0, "error": 1, "timeout": 2}
 
 
-class _Lru:
-    def __init__(self, size: int) -> None:
-        self._size, self._items, self._lock = size, OrderedDict[Hashable, Any](), threading.Lock()
-
-    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                hit: T = self._items[key]
-                return hit
-        value = compute()
-        with self._lock:
-            self._items[key] = value
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
-        return value
-
-
-_documents = _Lru(8)
-_verdicts = _Lru(16)
+_documents = LruCache(8)
+_verdicts = LruCache(16)
 
 
 def _columns(digest: str, data: bytes) -> SampleColumns:

@@ -8,9 +8,7 @@ charts of :mod:`shieldbench.view._svg`, which escape what they draw.
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 from urllib.parse import urlencode
@@ -19,6 +17,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
+from shieldbench._lru import LruCache
 from shieldbench.errors import ShieldbenchError
 from shieldbench.store import Store
 
@@ -106,25 +105,3 @@ def page(request: Request, template: str, status_code: int = 200, **context: Any
 def store_of(request: Request) -> Store:
     store: Store = request.app.state.store
     return store
-
-
-class LruCache:
-    """A small thread-safe cache of computed values (reports of immutable runs)."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._items: OrderedDict[Hashable, Any] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                found: T = self._items[key]
-                return found
-        value = compute()
-        with self._lock:
-            self._items[key] = value
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
-        return value
