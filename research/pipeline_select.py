@@ -22,7 +22,7 @@ on selection rows, with the figures to quote measured on other rows afterwards.
   (the LOSO samples with the fold models, the 30% test split with ``--model``, and
   ``shieldguard_unseen``'s benign sources), with McNemar per protocol.
 
-Run: ``python benchmarks/pipeline_select.py --folds DIR --cache DIR [--report NAME]``.
+Run: ``python -m research.pipeline_select --folds DIR --cache DIR [--report NAME]``.
 """
 
 from __future__ import annotations
@@ -39,12 +39,12 @@ from typing import Any
 
 from shieldbench.defenses import build_defense
 from shieldbench.defenses.models.shieldguard import ShieldGuardDefense, shipped_model_path
-from shieldbench.defenses.models.shieldguard._data import FOLDS
-from shieldbench.defenses.models.shieldguard._train import calibrate
+from shieldbench.train.shieldguard import FOLDS
+from shieldbench.train.shieldguard import calibrate
 from shieldbench.metrics import compare_auc, mcnemar_test, roc_auc
-from shieldguard_eval import Row, _sample, fold_rows, paired, test_rows, verdicts
-from shieldguard_unseen import _fmt, pypi_readmes  # a Wilson-interval cell
-from shieldguard_unseen import sources as unseen_sources
+from research.shieldguard_eval import Row, _sample, fold_rows, paired, test_rows, verdicts
+from research.shieldguard_unseen import _fmt, pypi_readmes  # a Wilson-interval cell
+from research.shieldguard_unseen import sources as unseen_sources
 
 Parts = dict[str, dict[str, list[Any]]]  # part -> {"blocked": [...], "score": [...]}
 PARTS = ("pattern", "embedding-lr", "topic-shift")

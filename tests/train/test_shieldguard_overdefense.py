@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from shieldbench.defenses.models.shieldguard import _overdefense as od
+from shieldbench.train.shieldguard import _overdefense as od
 
 # Phrases that would make a text an attack on the assistant rather than a benign use of the
 # words. Each is checked against a known attack below, so the guard cannot silently rot.

@@ -1,6 +1,6 @@
 """shieldguard's written documents and injections (``_documents``): the bank and the generators.
 
-The bank (``written/documents.json``) is checked as shipped: enough kinds, sentences,
+The bank (``train/data/shieldguard/documents.json``) is checked as shipped: enough kinds, sentences,
 goals and phrasings; every kind writes in both splits; the splits share no text;
 benign texts never address an AI. ``insert`` is checked on arbitrary text
 (hypothesis) and on each carrier format. Synthetic banks check the validation and
@@ -19,8 +19,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shieldbench.defenses.models.shieldguard import _documents as docs_mod
-from shieldbench.defenses.models.shieldguard._documents import (
+from shieldbench.train.shieldguard._paths import data_file
+from shieldbench.train.shieldguard import _documents as docs_mod
+from shieldbench.train.shieldguard._documents import (
     KINDS,
     documents,
     injections,
@@ -83,10 +84,8 @@ def _words(text: str) -> int:
 
 
 def _raw_bank() -> dict[str, Any]:
-    from importlib import resources
-
-    package = resources.files("shieldbench.defenses.models.shieldguard")
-    raw: dict[str, Any] = json.loads(package.joinpath("written/documents.json").read_text("utf-8"))
+    
+    raw: dict[str, Any] = json.loads(data_file("documents.json").read_text("utf-8"))
     return raw
 
 

@@ -12,7 +12,7 @@ Every model scores the same texts; McNemar compares the first two on them.
 The scan is label-free: every text is benign by construction. It is the cheapest
 look at over-defense there is, not a replacement for real benign data.
 
-Run: ``python benchmarks/shieldguard_triggers.py [--model DIR ...] [--words 5000] [--json OUT]``
+Run: ``python -m research.shieldguard_triggers [--model DIR ...] [--words 5000] [--json OUT]``
 (``--words 0``: the whole vocabulary, 21,358 words, about 7 minutes per model on 2 cores).
 """
 
@@ -28,7 +28,7 @@ from typing import Any
 
 from shieldbench.defenses.models.shieldguard import ShieldGuardDefense, shipped_model_path
 from shieldbench.metrics import mcnemar_test, rate
-from shieldguard_eval import paired
+from research.shieldguard_eval import paired
 
 FRAMES = (
     "Can you tell me more about {w}?",

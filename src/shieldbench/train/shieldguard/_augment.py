@@ -13,8 +13,8 @@ from __future__ import annotations
 import random
 
 from shieldbench.attacks import get_mutator
-from shieldbench.defenses.models.shieldguard._example import Example
-from shieldbench.defenses.models.shieldguard._written import (
+from shieldbench.train.shieldguard._example import Example
+from shieldbench.train.shieldguard._written import (
     documents,
     gibberish_suffix,
     indirect,

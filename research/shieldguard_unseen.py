@@ -21,7 +21,7 @@ the texts: compare two models only on the same hash. Every defense in ``--defens
 and each ``--model DIR`` (default: the shipped model) is measured on the same rows,
 and McNemar compares the first two models on them.
 
-Run: ``python benchmarks/shieldguard_unseen.py [--model DIR ...] [--per-set 300]``.
+Run: ``python -m research.shieldguard_unseen [--model DIR ...] [--per-set 300]``.
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ from pathlib import Path
 
 from shieldbench.defenses import build_defense
 from shieldbench.defenses.models.shieldguard import ShieldGuardDefense, shipped_model_path
-from shieldbench.defenses.models.shieldguard._variety import FAMILIES, passages
+from shieldbench.train.shieldguard import FAMILIES, passages
 from shieldbench.metrics import mcnemar_test, rate
-from shieldguard_eval import _blocked, paired  # the LOSO benchmark's batching and pairing
+from research.shieldguard_eval import _blocked, paired  # the LOSO benchmark's batching and pairing
 
 DOC_ROOT = Path("/usr/share/doc")
 

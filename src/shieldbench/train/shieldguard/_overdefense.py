@@ -1,7 +1,7 @@
 """Benign texts full of "attack words", so shieldguard stops treating the words as evidence.
 
 What: a generator of benign English (text, category) pairs from a hand-written template
-bank, ``written/overdefense_en.json`` (package data next to this module). The texts use the
+bank, ``train/data/shieldguard/overdefense_en.json`` (training data, not in the wheel). The texts use the
 vocabulary of prompt-injection and jailbreak attacks in innocent senses: what is *allowed*
 on a ferry, a lease that *forbids* subletting, a minister who *admitted* costs rose, a gene
 that is *suppressed*, a service that *terminates*, a child who *pretends* to be a dragon,
@@ -51,7 +51,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+from pathlib import Path
+
+from shieldbench.train.shieldguard._paths import data_file
 
 __all__ = [
     "DEV_PERCENT",
@@ -65,8 +67,7 @@ __all__ = [
 
 DEV_PERCENT = 15
 SPLITS = ("train", "dev")
-_PACKAGE = "shieldbench.defenses.models.shieldguard"
-_RESOURCE = ("written", "overdefense_en.json")
+_RESOURCE = "overdefense_en.json"
 _REDRAWS = 20  # tries for a text not yet in this call's output before accepting a repeat
 _MARKER = re.compile(r"\{([a-z_][a-z0-9_]*)(?:#(\d+))?\}")
 
@@ -145,9 +146,13 @@ def _parse(data: object) -> _Bank:
 
 
 @cache
+def _load(path: Path) -> _Bank:
+    return _parse(json.loads(path.read_text(encoding="utf-8")))
+
+
 def _bank() -> _Bank:
-    resource = resources.files(_PACKAGE).joinpath(*_RESOURCE)
-    return _parse(json.loads(resource.read_text(encoding="utf-8")))
+    """The parsed ``overdefense_en.json`` of the data folder (:func:`._paths.data_dir`)."""
+    return _load(data_file(_RESOURCE))
 
 
 def _check_split(split: str) -> None:

@@ -1,6 +1,6 @@
 """Training an :class:`~shieldbench.defenses.EmbeddingHead` on labelled datasets.
 
-:func:`train_embedding_head` is what ``shieldbench train`` runs:
+:func:`train_embedding_head` is what ``shieldbench train embedding-lr`` runs:
 
 1. **Pool and de-duplicate.** Samples of every dataset are pooled in order; a
    text seen twice is kept once (the first time), and a text labelled both
@@ -42,8 +42,14 @@ import numpy as np
 import numpy.typing as npt
 
 from shieldbench.datasets import Dataset
-from shieldbench.defenses.models._embedding import Embedder, minilm_embedder
-from shieldbench.defenses.models._head import EmbeddingHead, HeadMetrics, ModelCard, TrainingSource
+from shieldbench.defenses import (
+    Embedder,
+    EmbeddingHead,
+    HeadMetrics,
+    ModelCard,
+    TrainingSource,
+    minilm_embedder,
+)
 from shieldbench.errors import ConfigError
 
 __all__ = ["threshold_for_fpr", "train_embedding_head"]

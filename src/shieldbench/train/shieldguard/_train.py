@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from shieldbench.defenses.models.shieldguard._data import (
+from shieldbench.train.shieldguard._data import (
     FOLDS,
     SHARED,
     Example,
@@ -42,7 +42,7 @@ from shieldbench.defenses.models.shieldguard._data import (
     shared_rows,
     split_of,
 )
-from shieldbench.defenses.models.shieldguard._fit import (
+from shieldbench.train.shieldguard._fit import (
     Row,
     TrainConfig,
     build_model,
@@ -55,7 +55,7 @@ from shieldbench.defenses.models.shieldguard._fit import (
     read_prepared,
     write_prepared,
 )
-from shieldbench.defenses.models.shieldguard._scorer import Scorer
+from shieldbench.defenses.models.shieldguard import Scorer
 
 __all__ = [
     "EVAL_CAP",

@@ -1,8 +1,8 @@
 """Benign texts in 20 languages, many with "attack words", so language is not evidence either.
 
 What: ``overdefense_i18n(rng, n)`` returns ``n`` benign ``(text, language)`` pairs drawn
-from a hand-written template bank, ``written/overdefense_i18n.json`` (package data next
-to this module). In every language about two thirds of the templates use the vocabulary
+from a hand-written template bank, ``train/data/shieldguard/overdefense_i18n.json``
+(training data, not in the wheel). In every language about two thirds of the templates use the vocabulary
 of prompt injection in innocent senses (how to *ignore* empty cells in Excel, a mayor who
 *declared* a delay, pool rules that *forbid* swimming without a cap, what a *system
 prompt* is, *developer mode* on a phone, an *injection* at the doctor's) and one third
@@ -58,7 +58,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+from pathlib import Path
+
+from shieldbench.train.shieldguard._paths import data_file
 
 __all__ = [
     "DEV_PERCENT",
@@ -74,8 +76,7 @@ __all__ = [
 DEV_PERCENT = 15
 SPLITS = ("train", "dev")
 MAJOR_WEIGHT = 2.0  # sampling weight of a major language; the others weigh 1
-_PACKAGE = "shieldbench.defenses.models.shieldguard"
-_RESOURCE = ("written", "overdefense_i18n.json")
+_RESOURCE = "overdefense_i18n.json"
 _SALT = "overdefense-i18n:"
 _MARKER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
 _CODE = re.compile(r"[a-z]{2}")
@@ -153,9 +154,13 @@ def _parse(data: object) -> dict[str, _Language]:
 
 
 @cache
+def _load(path: Path) -> dict[str, _Language]:
+    return _parse(json.loads(path.read_text(encoding="utf-8")))
+
+
 def _bank() -> dict[str, _Language]:
-    text = resources.files(_PACKAGE).joinpath(*_RESOURCE).read_text(encoding="utf-8")
-    return _parse(json.loads(text))
+    """The parsed ``overdefense_i18n.json`` of the data folder (:func:`._paths.data_dir`)."""
+    return _load(data_file(_RESOURCE))
 
 
 LANGUAGES: tuple[str, ...] = tuple(_bank())

@@ -11,19 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shieldbench.defenses.models.shieldguard import _mix
-from shieldbench.defenses.models.shieldguard._example import Example
-from shieldbench.defenses.models.shieldguard._installed import (
+from shieldbench.train.shieldguard import _mix
+from shieldbench.train.shieldguard._example import Example
+from shieldbench.train.shieldguard._installed import (
     cloze_passages,
     gcg_suffixes,
     harmful_requests,
     unmask,
 )
-from shieldbench.defenses.models.shieldguard._jailbreaks import gcg_like, junk_suffix, pair_like
-from shieldbench.defenses.models.shieldguard._mix import COUNTS, crop, mixed
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
+from shieldbench.train.shieldguard._jailbreaks import gcg_like, junk_suffix, pair_like
+from shieldbench.train.shieldguard._mix import COUNTS, crop, mixed
 
 def test_unmask_puts_the_answer_back_in_every_mask() -> None:
     assert unmask("Pip\tI said to [MASK]: '[MASK], come here.'\n") == (
@@ -151,11 +148,8 @@ def test_attack_documents_keep_their_injection_inside_the_training_view() -> Non
         assert len(text) <= _mix.CROP_CHARS + 80
 
 
-def test_benchmark_frames_are_not_in_the_written_training_data(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    triggers = importlib.import_module("shieldguard_triggers")
+def test_benchmark_frames_are_not_in_the_written_training_data() -> None:
+    triggers = importlib.import_module("research.shieldguard_triggers")
     assert triggers.check_frames_unused(["I saw 'cat' in a crossword clue this morning."]) == [
         "I saw '{w}' in a crossword clue this morning."
     ]
@@ -164,7 +158,7 @@ def test_benchmark_frames_are_not_in_the_written_training_data(
 
 
 def test_every_source_is_a_fold_of_its_own_and_bad_names_are_config_errors() -> None:
-    from shieldbench.defenses.models.shieldguard._data import (
+    from shieldbench.train.shieldguard._data import (
         FOLD_EXCLUDES,
         FOLDS,
         GROUPS,
@@ -188,7 +182,7 @@ def test_every_source_is_a_fold_of_its_own_and_bad_names_are_config_errors() -> 
 @pytest.mark.slow
 @pytest.mark.usefixtures("shared_datasets")
 def test_a_source_held_out_alone_leaves_no_row_of_it_or_its_artefacts() -> None:
-    from shieldbench.defenses.models.shieldguard._data import assemble, shared_rows
+    from shieldbench.train.shieldguard._data import assemble, shared_rows
 
     train, dev = assemble(fold="giskard_pi", mix=2)
     sources = {e.source for e in train} | {e.source for e in dev}

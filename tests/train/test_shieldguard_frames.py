@@ -15,13 +15,13 @@ import random
 import re
 from collections import Counter
 from collections.abc import Iterator
-from importlib import resources
 from typing import Any
 
 import pytest
 
-from shieldbench.defenses.models.shieldguard import _frames
-from shieldbench.defenses.models.shieldguard._frames import (
+from shieldbench.train.shieldguard._paths import data_file
+from shieldbench.train.shieldguard import _frames
+from shieldbench.train.shieldguard._frames import (
     FAMILIES,
     framed,
     roleplay_prompts,
@@ -33,9 +33,7 @@ MARKER = re.compile(r"\{([^{}]*)\}")
 
 
 def _raw() -> dict[str, Any]:
-    path = resources.files("shieldbench.defenses.models.shieldguard").joinpath(
-        "written/frames.json"
-    )
+    path = data_file("frames.json")
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return data
 

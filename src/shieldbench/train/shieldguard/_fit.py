@@ -5,14 +5,14 @@ the fine-tuning step can run on a machine that has only ``torch``, ``transformer
 and ``tokenizers`` (a GPU box without the project's other dependencies)::
 
     # where shieldbench is installed: assemble the data once
-    python -m shieldbench.defenses.models.shieldguard prepare data.jsonl.gz
+    shieldbench train shieldguard --prepare data.jsonl.gz
     # anywhere with torch (CPU or CUDA): fine-tune, write the trained weights
     python path/to/_fit.py data.jsonl.gz fitted/ --base MINILM_DIR --device cuda
     # back where shieldbench is installed: export 8-bit ONNX, calibrate, write the card
-    python -m shieldbench.defenses.models.shieldguard train OUT \\
+    shieldbench train shieldguard OUT \\
         --data data.jsonl.gz --weights fitted/weights.pt
 
-``python -m shieldbench.defenses.models.shieldguard train OUT`` does all three in
+``shieldbench train shieldguard OUT`` does all three in
 one process on the CPU. The recipe is the same on every path: :class:`TrainConfig`.
 
 The prepared file is gzip'd JSON Lines, one example per line:

@@ -38,18 +38,18 @@ import random
 from collections.abc import Sequence
 
 from shieldbench.attacks import get_mutator
-from shieldbench.defenses.models.shieldguard._augment import ATTACK_MUTATORS
-from shieldbench.defenses.models.shieldguard._documents import documents, injections, insert
-from shieldbench.defenses.models.shieldguard._example import Example
-from shieldbench.defenses.models.shieldguard._frames import framed, roleplay_prompts
-from shieldbench.defenses.models.shieldguard._installed import (
+from shieldbench.train.shieldguard._augment import ATTACK_MUTATORS
+from shieldbench.train.shieldguard._documents import documents, injections, insert
+from shieldbench.train.shieldguard._example import Example
+from shieldbench.train.shieldguard._frames import framed, roleplay_prompts
+from shieldbench.train.shieldguard._installed import (
     cloze_passages,
     gcg_suffixes,
     harmful_requests,
 )
-from shieldbench.defenses.models.shieldguard._jailbreaks import gcg_like, junk_suffix, pair_like
-from shieldbench.defenses.models.shieldguard._overdefense import overdefense
-from shieldbench.defenses.models.shieldguard._overdefense_i18n import overdefense_i18n
+from shieldbench.train.shieldguard._jailbreaks import gcg_like, junk_suffix, pair_like
+from shieldbench.train.shieldguard._overdefense import overdefense
+from shieldbench.train.shieldguard._overdefense_i18n import overdefense_i18n
 
 __all__ = ["BENIGN_MUTATORS", "COUNTS", "crop", "mixed"]
 

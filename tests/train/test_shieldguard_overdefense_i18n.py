@@ -7,11 +7,10 @@ import json
 import random
 import re
 from collections import Counter
-from importlib import resources
 
 import pytest
 
-from shieldbench.defenses.models.shieldguard._overdefense_i18n import (
+from shieldbench.train.shieldguard._overdefense_i18n import (
     LANGUAGES,
     SPLITS,
     _parse,
@@ -28,9 +27,7 @@ MARKER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
 
 def _raw_bank() -> dict[str, dict[str, object]]:
     """The JSON as shipped, read independently of the module's parser."""
-    path = resources.files("shieldbench.defenses.models.shieldguard").joinpath(
-        "written", "overdefense_i18n.json"
-    )
+    path = data_file("overdefense_i18n.json")
     data = json.loads(path.read_text(encoding="utf-8"))
     languages: dict[str, dict[str, object]] = data["languages"]
     return languages
