@@ -37,14 +37,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from shieldbench.defenses import build_defense
-from shieldbench.defenses.models.shieldguard import ShieldGuardDefense, shipped_model_path
-from shieldbench.train.shieldguard import FOLDS
-from shieldbench.train.shieldguard import calibrate
-from shieldbench.metrics import compare_auc, mcnemar_test, roc_auc
 from research.shieldguard_eval import Row, _sample, fold_rows, paired, test_rows, verdicts
 from research.shieldguard_unseen import _fmt, pypi_readmes  # a Wilson-interval cell
 from research.shieldguard_unseen import sources as unseen_sources
+from shieldbench.defenses import build_defense
+from shieldbench.defenses.models.shieldguard import ShieldGuardDefense, shipped_model_path
+from shieldbench.metrics import compare_auc, mcnemar_test, roc_auc
+from shieldbench.train.shieldguard import FOLDS, calibrate
 
 Parts = dict[str, dict[str, list[Any]]]  # part -> {"blocked": [...], "score": [...]}
 PARTS = ("pattern", "embedding-lr", "topic-shift")

@@ -15,7 +15,8 @@ Protocol (stated in the README, section "shieldguard"):
   rows of the OTHER sources. It is then tested on the fold's sources (``--folds
   DIR`` holds ``fold-<name>/``, made with the shipped model's recipe by ``shieldbench train
   shieldguard DIR/fold-<name> --fold <name>``, or its split form: ``--prepare FILE
-  --fold``, ``_fit.py``, ``--data ... --weights`` / ``--stage1-weights``). Folds without a model folder are skipped.
+  --fold``, ``_fit.py``, ``--data ... --weights`` / ``--stage1-weights``). Folds
+  without a model folder are skipped.
 - ``--model DIR`` (default: the shipped model) is also measured on the 30% test
   split of every shared source (``split_of``), rows it was never trained or
   calibrated on: the in-distribution figure.
@@ -48,6 +49,7 @@ from typing import Any
 from shieldbench.datasets import load_dataset
 from shieldbench.defenses import build_defense
 from shieldbench.defenses.models.shieldguard import ShieldGuardDefense
+from shieldbench.metrics import McNemarResult, PairedTable, mcnemar_test, rate
 from shieldbench.train.shieldguard import (
     FOLDS,
     GROUPS,
@@ -55,7 +57,6 @@ from shieldbench.train.shieldguard import (
     shared_rows,
     split_of,
 )
-from shieldbench.metrics import McNemarResult, PairedTable, mcnemar_test, rate
 
 Row = tuple[str, str, int]  # (set, text, label)
 OTHERS = ("pattern", "guardify", "recommended", "nanoguard")

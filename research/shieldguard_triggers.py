@@ -26,9 +26,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from research.shieldguard_eval import paired
 from shieldbench.defenses.models.shieldguard import ShieldGuardDefense, shipped_model_path
 from shieldbench.metrics import mcnemar_test, rate
-from research.shieldguard_eval import paired
 
 FRAMES = (
     "Can you tell me more about {w}?",

@@ -35,11 +35,11 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from research.shieldguard_eval import _blocked, paired  # the LOSO benchmark's batching and pairing
 from shieldbench.defenses import build_defense
 from shieldbench.defenses.models.shieldguard import ShieldGuardDefense, shipped_model_path
-from shieldbench.train.shieldguard import FAMILIES, passages
 from shieldbench.metrics import mcnemar_test, rate
-from research.shieldguard_eval import _blocked, paired  # the LOSO benchmark's batching and pairing
+from shieldbench.train.shieldguard import FAMILIES, passages
 
 DOC_ROOT = Path("/usr/share/doc")
 

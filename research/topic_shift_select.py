@@ -40,11 +40,11 @@ from pathlib import Path
 import numpy as np
 
 from research.pipeline_select import _readme_rows, selection_rows
+from research.shieldguard_eval import Row, fold_rows
 from shieldbench.defenses import minilm_embedder
 from shieldbench.defenses.models._shift import split_sentences
-from shieldbench.train.shieldguard import INJECTIONS
 from shieldbench.metrics import roc_auc
-from research.shieldguard_eval import Row, fold_rows
+from shieldbench.train.shieldguard import INJECTIONS
 
 # Benign-looking task switches, the kind an indirect injection hides in a document.
 TASKS = (

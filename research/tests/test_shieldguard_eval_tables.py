@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from research import shieldguard_eval as script
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,9 +119,7 @@ def test_summary_lists_single_source_folds_only(
     assert capsys.readouterr().out.splitlines()[2].endswith("n=1 | — |")
 
 
-def test_readme_single_source_table_is_the_saved_report(
-    capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_readme_single_source_table_is_the_saved_report(capsys: pytest.CaptureFixture[str]) -> None:
     """The README's single-source details table is printed from the report kept in the repo."""
     root = ROOT
     saved = root / "research" / "results" / "shieldguard_loso_single.json"

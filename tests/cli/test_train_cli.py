@@ -1,4 +1,7 @@
-"""``shieldbench train embedding-lr|shieldguard`` through the real typer app (real MiniLM, offline)."""
+"""``shieldbench train embedding-lr|shieldguard`` through the real typer app.
+
+embedding-lr with the real MiniLM, offline; shieldguard's own options.
+"""
 
 from __future__ import annotations
 
@@ -27,7 +30,16 @@ def _bank(name: str) -> str:
 def test_train_writes_a_loadable_head_and_prints_its_card(tmp_path: Path) -> None:
     out = tmp_path / "head"
     attack, benign = _bank("semantic_bank.jsonl"), _bank("semantic_benign_bank.jsonl")
-    args = ["train", "embedding-lr", "-d", f"jsonl:{attack}", "--dataset", f"jsonl:{benign}", "--out", str(out)]
+    args = [
+        "train",
+        "embedding-lr",
+        "-d",
+        f"jsonl:{attack}",
+        "--dataset",
+        f"jsonl:{benign}",
+        "--out",
+        str(out),
+    ]
     result = runner.invoke(app, [*args, "--seed", "2", "--target-fpr", "0.1", "--holdout", "0.3"])
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
@@ -47,7 +59,9 @@ def test_train_writes_a_loadable_head_and_prints_its_card(tmp_path: Path) -> Non
 def test_train_json_prints_the_model_card(tmp_path: Path) -> None:
     attack, benign = _bank("semantic_bank.jsonl"), _bank("semantic_benign_bank.jsonl")
     spec = f"mix(jsonl:{attack}, jsonl:{benign})"
-    result = runner.invoke(app, ["train", "embedding-lr", "-d", spec, "-o", str(tmp_path / "h"), "--json"])
+    result = runner.invoke(
+        app, ["train", "embedding-lr", "-d", spec, "-o", str(tmp_path / "h"), "--json"]
+    )
     assert result.exit_code == 0, result.output
     card = json.loads(result.output)
     assert card["training_data"][0]["spec"] == spec
@@ -60,7 +74,8 @@ def test_train_errors_are_one_clear_line(
 ) -> None:
     only_attacks = f"jsonl:{_bank('semantic_bank.jsonl')}"
     monkeypatch.setattr(
-        "sys.argv", ["shieldbench", "train", "embedding-lr", "-d", only_attacks, "-o", str(tmp_path / "x")]
+        "sys.argv",
+        ["shieldbench", "train", "embedding-lr", "-d", only_attacks, "-o", str(tmp_path / "x")],
     )
     with pytest.raises(SystemExit) as exited:
         main()

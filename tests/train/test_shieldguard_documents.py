@@ -19,7 +19,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shieldbench.train.shieldguard._paths import data_file
 from shieldbench.train.shieldguard import _documents as docs_mod
 from shieldbench.train.shieldguard._documents import (
     KINDS,
@@ -27,6 +26,7 @@ from shieldbench.train.shieldguard._documents import (
     injections,
     insert,
 )
+from shieldbench.train.shieldguard._paths import data_file
 
 SPLITS = ("train", "dev")
 POSITIONS = ("start", "middle", "end")
@@ -84,7 +84,7 @@ def _words(text: str) -> int:
 
 
 def _raw_bank() -> dict[str, Any]:
-    
+
     raw: dict[str, Any] = json.loads(data_file("documents.json").read_text("utf-8"))
     return raw
 

@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from shieldbench.train.shieldguard._paths import data_file
 from shieldbench.train.shieldguard import _frames
 from shieldbench.train.shieldguard._frames import (
     FAMILIES,
@@ -27,6 +26,7 @@ from shieldbench.train.shieldguard._frames import (
     roleplay_prompts,
     split_of,
 )
+from shieldbench.train.shieldguard._paths import data_file
 
 KINDS = ("persona", "story", "verse", "script", "interactive", "letter")
 MARKER = re.compile(r"\{([^{}]*)\}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib
 import random
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -21,6 +20,7 @@ from shieldbench.train.shieldguard._installed import (
 )
 from shieldbench.train.shieldguard._jailbreaks import gcg_like, junk_suffix, pair_like
 from shieldbench.train.shieldguard._mix import COUNTS, crop, mixed
+
 
 def test_unmask_puts_the_answer_back_in_every_mask() -> None:
     assert unmask("Pip\tI said to [MASK]: '[MASK], come here.'\n") == (
@@ -158,6 +158,7 @@ def test_benchmark_frames_are_not_in_the_written_training_data() -> None:
 
 
 def test_every_source_is_a_fold_of_its_own_and_bad_names_are_config_errors() -> None:
+    from shieldbench.errors import ConfigError
     from shieldbench.train.shieldguard._data import (
         FOLD_EXCLUDES,
         FOLDS,
@@ -165,7 +166,6 @@ def test_every_source_is_a_fold_of_its_own_and_bad_names_are_config_errors() -> 
         SOURCES,
         assemble,
     )
-    from shieldbench.errors import ConfigError
 
     assert set(FOLDS) == {*GROUPS, *SOURCES}
     for source in SOURCES:

@@ -19,6 +19,7 @@ from shieldbench.train.shieldguard._overdefense_i18n import (
     split_of,
     templates,
 )
+from shieldbench.train.shieldguard._paths import data_file
 
 MAJOR = ("de", "fr", "es", "it", "pt", "nl", "pl", "ru", "zh", "ja")
 MINOR = ("ko", "tr", "ar", "hi", "vi", "id", "sv", "uk", "cs", "el")

@@ -76,7 +76,9 @@ def test_train_cli_rejects_an_unknown_fold_with_exit_code_2(tmp_path: Path) -> N
 
 def test_the_written_banks_are_found_in_the_checkout_not_in_the_package() -> None:
     assert data_dir() == ROOT / CHECKOUT_DIR
-    assert not (ROOT / "src" / "shieldbench" / "defenses" / "models" / "shieldguard" / "written").exists()
+    assert not (
+        ROOT / "src" / "shieldbench" / "defenses" / "models" / "shieldguard" / "written"
+    ).exists()
 
 
 def test_without_a_checkout_the_error_names_the_folder_and_data_dir(tmp_path: Path) -> None:
@@ -89,7 +91,7 @@ def test_without_a_checkout_the_error_names_the_folder_and_data_dir(tmp_path: Pa
 def test_data_dir_and_the_environment_are_checked_and_override_the_checkout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with pytest.raises(ConfigError, match="frames.json"):
+    with pytest.raises(ConfigError, match=r"frames\.json"):
         use_data_dir(tmp_path)  # an empty folder
     for name in BANKS:
         shutil.copy(ROOT / CHECKOUT_DIR / name, tmp_path / name)

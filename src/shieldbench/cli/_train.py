@@ -23,10 +23,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from shieldbench.cli._app import app, console, err_console
-from shieldbench.errors import ConfigError
 from shieldbench.cli._console import echo_json
 from shieldbench.cli._guards import unique_specs
 from shieldbench.cli._outpaths import check_out_dir
+from shieldbench.errors import ConfigError
 
 if TYPE_CHECKING:
     from shieldbench.defenses import ModelCard

@@ -79,4 +79,3 @@ def build_default_head(
         created=created,
         notes=NOTES,
     )
-

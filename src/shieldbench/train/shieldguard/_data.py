@@ -26,11 +26,11 @@ import random
 from pathlib import Path
 
 from shieldbench.datasets import load_dataset, load_jsonl, near_duplicates
+from shieldbench.errors import ConfigError
 from shieldbench.train.shieldguard._augment import augmented
 from shieldbench.train.shieldguard._example import Example
 from shieldbench.train.shieldguard._mix import mixed
 from shieldbench.train.shieldguard._variety import FAMILIES
-from shieldbench.errors import ConfigError
 
 __all__ = [
     "EXTERNAL",

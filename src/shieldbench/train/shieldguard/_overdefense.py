@@ -1,11 +1,12 @@
 """Benign texts full of "attack words", so shieldguard stops treating the words as evidence.
 
 What: a generator of benign English (text, category) pairs from a hand-written template
-bank, ``train/data/shieldguard/overdefense_en.json`` (training data, not in the wheel). The texts use the
-vocabulary of prompt-injection and jailbreak attacks in innocent senses: what is *allowed*
-on a ferry, a lease that *forbids* subletting, a minister who *admitted* costs rose, a gene
-that is *suppressed*, a service that *terminates*, a child who *pretends* to be a dragon,
-how to *enable developer mode* on a phone, what a *system prompt* is.
+bank, ``train/data/shieldguard/overdefense_en.json`` (training data, not in the wheel).
+The texts use the vocabulary of prompt-injection and jailbreak attacks in innocent
+senses: what is *allowed* on a ferry, a lease that *forbids* subletting, a minister who
+*admitted* costs rose, a gene that is *suppressed*, a service that *terminates*, a child
+who *pretends* to be a dragon, how to *enable developer mode* on a phone, what a *system
+prompt* is.
 
 Why: a classifier fine-tuned on attacks learns shortcuts. Words such as "ignore",
 "override", "restricted", "stated", "reveal" or "rules" are far more common in attacks

@@ -2,12 +2,12 @@
 
 What: ``overdefense_i18n(rng, n)`` returns ``n`` benign ``(text, language)`` pairs drawn
 from a hand-written template bank, ``train/data/shieldguard/overdefense_i18n.json``
-(training data, not in the wheel). In every language about two thirds of the templates use the vocabulary
-of prompt injection in innocent senses (how to *ignore* empty cells in Excel, a mayor who
-*declared* a delay, pool rules that *forbid* swimming without a cap, what a *system
-prompt* is, *developer mode* on a phone, an *injection* at the doctor's) and one third
-are plain everyday requests and statements (recipes, travel, homework, work e-mail,
-health, tech support, local news).
+(training data, not in the wheel). In every language about two thirds of the templates
+use the vocabulary of prompt injection in innocent senses (how to *ignore* empty cells
+in Excel, a mayor who *declared* a delay, pool rules that *forbid* swimming without a
+cap, what a *system prompt* is, *developer mode* on a phone, an *injection* at the
+doctor's) and one third are plain everyday requests and statements (recipes, travel,
+homework, work e-mail, health, tech support, local news).
 
 Why: shieldguard saw far more non-English attacks (machine-translated injections,
 multilingual injection corpora) than non-English benign text, so the language itself

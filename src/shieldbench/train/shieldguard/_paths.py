@@ -27,7 +27,15 @@ from pathlib import Path
 
 from shieldbench.errors import ConfigError, PluginUnavailableError
 
-__all__ = ["BANKS", "CHECKOUT_DIR", "DATA_ENV", "data_dir", "data_file", "package_dir", "use_data_dir"]
+__all__ = [
+    "BANKS",
+    "CHECKOUT_DIR",
+    "DATA_ENV",
+    "data_dir",
+    "data_file",
+    "package_dir",
+    "use_data_dir",
+]
 
 BANKS = frozenset({"documents.json", "frames.json", "overdefense_en.json", "overdefense_i18n.json"})
 CHECKOUT_DIR = Path("train", "data", "shieldguard")  # relative to the checkout's root

@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from shieldbench.defenses.models.shieldguard import Scorer
 from shieldbench.train.shieldguard._data import (
     FOLDS,
     SHARED,
@@ -55,7 +56,6 @@ from shieldbench.train.shieldguard._fit import (
     read_prepared,
     write_prepared,
 )
-from shieldbench.defenses.models.shieldguard import Scorer
 
 __all__ = [
     "EVAL_CAP",
