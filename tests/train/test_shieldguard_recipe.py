@@ -76,9 +76,9 @@ def test_train_cli_rejects_an_unknown_fold_with_exit_code_2(tmp_path: Path) -> N
 
 def test_the_written_banks_are_found_in_the_checkout_not_in_the_package() -> None:
     assert data_dir() == ROOT / CHECKOUT_DIR
-    assert not (
-        ROOT / "src" / "shieldbench" / "defenses" / "models" / "shieldguard" / "written"
-    ).exists()
+    runtime = ROOT / "src" / "shieldbench" / "defenses" / "models" / "shieldguard"
+    found = {p.relative_to(runtime).as_posix() for p in runtime.rglob("*.json")}
+    assert found == {"model/card.json", "model/tokenizer.json"}
 
 
 def test_without_a_checkout_the_error_names_the_folder_and_data_dir(tmp_path: Path) -> None:
