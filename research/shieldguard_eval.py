@@ -4,7 +4,7 @@ Protocol (stated in the README, section "shieldguard"):
 
 - A fold holds out either one shared source (or ``builtin:core``) alone, the
   issue's leave-one-source-out, or a group of sources of one kind
-  (``shieldbench.train.shieldguard._data.FOLDS``): jailbreak artefacts
+  (``shieldbench.train.shieldguard.FOLDS``): jailbreak artefacts
   (giskard, in-the-wild, GPTFuzz), chat (deepset, XSTest, GPTeacher role-play,
   alpaca, plus ``builtin:core``), documents / agents (BIPIA, CyberSecEval,
   InjecAgent, AgentDojo), the stricter test of a held-out *kind*. For each fold a

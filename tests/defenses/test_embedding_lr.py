@@ -262,7 +262,7 @@ def test_rebuilding_the_shipped_head_reproduces_it() -> None:
     platform that built it; other CPUs / BLAS builds round the embedding model's
     arithmetic differently in the last digits); held-out rates within one sample.
     """
-    from shieldbench.train.embedding_lr._default_head import build_default_head
+    from shieldbench.train import build_default_head
 
     shipped = EmbeddingHead.load(default_head_path())
     rebuilt = build_default_head(embedder=minilm_embedder(cache_size=0))

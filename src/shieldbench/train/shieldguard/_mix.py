@@ -4,7 +4,7 @@ The first mix (``_augment``, mix 1) taught shortcuts that a held-out source
 exposes: persuasion frames, document wrappers and translations appeared only around
 attacks; 45 over-defense templates and 20 injection strings were memorised; words
 such as "restrictions", "said" or "configuration" became evidence of an attack
-(``benchmarks/shieldguard_triggers.py``). Mix 2 (the default) replaces the written
+(``research/shieldguard_triggers.py``). Mix 2 (the default) replaces the written
 families with banks that are larger, written in many languages, split into train
 and dev by *template* (so the threshold is never calibrated on near-copies of
 training texts), and symmetric wherever a feature should carry no signal:
