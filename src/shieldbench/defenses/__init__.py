@@ -46,7 +46,6 @@ if TYPE_CHECKING:
         TrainingSource,
     )
     from shieldbench.defenses.models._semantic import SemanticDefense
-    from shieldbench.defenses.models._training import threshold_for_fpr, train_embedding_head
 else:
     __getattr__ = lazy_attributes(
         globals(),
@@ -59,8 +58,6 @@ else:
             "ModelCard": "shieldbench.defenses.models._head",
             "TrainingSource": "shieldbench.defenses.models._head",
             "SemanticDefense": "shieldbench.defenses.models._semantic",
-            "threshold_for_fpr": "shieldbench.defenses.models._training",
-            "train_embedding_head": "shieldbench.defenses.models._training",
         },
     )
 
@@ -92,7 +89,5 @@ __all__ = [
     "path_shares",
     "registry",
     "strip_wrappers",
-    "threshold_for_fpr",
-    "train_embedding_head",
     "uncached",
 ]

@@ -5,8 +5,9 @@
   (banks in ``data/``).
 - ``_embedding_lr``, ``_head``: ``embedding-lr``, a logistic-regression head and its
   model card (the shipped head is in ``weights/embedding-lr/``).
-- ``_training``: :func:`~shieldbench.defenses.train_embedding_head`, what
-  ``shieldbench train`` runs; ``_default_head`` rebuilds the shipped head.
+- Training is not here: ``embedding-lr`` heads and ``shieldguard`` are trained by
+  :mod:`shieldbench.train` (``shieldbench train embedding-lr|shieldguard``), which no
+  run-time module imports.
 - ``_shift``: ``topic-shift``, a sentence foreign to the rest of a document.
 - ``_hf``, ``_onnx``: ``hf:DIR`` and ``onnx:DIR``, any local sequence classifier
   (PyTorch through transformers, or ONNX Runtime), over ``_classifier`` (tokens,

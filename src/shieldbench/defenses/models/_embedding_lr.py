@@ -1,7 +1,7 @@
 """``embedding-lr``: a logistic-regression head over MiniLM sentence embeddings.
 
 ``embedding-lr`` loads the head shipped inside the package; ``embedding-lr:PATH``
-loads one trained with ``shieldbench train --out PATH``. A head is a folder
+loads one trained with ``shieldbench train embedding-lr --out PATH``. A head is a folder
 with ``weights.npz`` (no pickles) and ``card.json`` (its model card, see
 :class:`~shieldbench.defenses.ModelCard`). The score is the head's
 ``P(attack)``; a text is blocked when the score reaches the card's threshold
@@ -17,10 +17,10 @@ splits, Apache-2.0; S-Labs, all splits, MIT), minus neuralchemy's
 table evaluates on, and training on them would flatter the model there.
 Rebuild it, bit-for-bit on the same platform, with::
 
-    python -m shieldbench.defenses.models._default_head \\
-        src/shieldbench/defenses/models/weights/embedding-lr
+    shieldbench train embedding-lr --shipped \\
+        --out src/shieldbench/defenses/models/weights/embedding-lr
 
-(see :mod:`shieldbench.defenses.models._default_head`). Its card lists the data
+(the recipe is ``shieldbench.train.build_default_head``). Its card lists the data
 hashes, split, threshold and held-out metrics.
 """
 

@@ -184,7 +184,8 @@ class EmbeddingHead:
             if not needed.is_file():
                 raise ConfigError(
                     f"{needed}: not found; an embedding-lr model is a folder with {CARD_FILE}"
-                    f" and {WEIGHTS_FILE}, as written by 'shieldbench train --out FOLDER'"
+                    f" and {WEIGHTS_FILE}, as written by"
+                    " 'shieldbench train embedding-lr --out FOLDER'"
                 )
         try:
             card_data = json.loads(card_path.read_text(encoding="utf-8"))

@@ -15,11 +15,12 @@ split of the shared public sets and data written for the known weak spots
     >>> guard.check(attack).blocked  # doctest: +SKIP
     True
 
-Retrain (seeded; 1,500 steps by default, about 21 minutes of fitting on two idle
-cores, or ``--device cuda``; ``python -m ... prepare`` plus ``_fit.py`` split it
-across machines, see :mod:`._fit`)::
+This package is the run-time part only (the defense, the scorer, the model and its
+cards). Training lives in ``shieldbench.train.shieldguard``, which nothing here
+imports; retrain from a source checkout (seeded; 1,500 steps by default, about 21
+minutes of fitting on two idle cores, or ``--device cuda``)::
 
-    python -m shieldbench.defenses.models.shieldguard train OUT_DIR
+    shieldbench train shieldguard OUT_DIR
 """
 
 from __future__ import annotations
@@ -29,12 +30,13 @@ from shieldbench.defenses.models.shieldguard._defense import (
     ShieldGuardDefense,
     shipped_model_path,
 )
-from shieldbench.defenses.models.shieldguard._scorer import STRIDE, WINDOW, windows
+from shieldbench.defenses.models.shieldguard._scorer import STRIDE, WINDOW, Scorer, windows
 
 __all__ = [
     "INSTALL_HINT",
     "STRIDE",
     "WINDOW",
+    "Scorer",
     "ShieldGuardDefense",
     "shipped_model_path",
     "windows",

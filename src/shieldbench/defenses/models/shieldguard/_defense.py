@@ -29,9 +29,9 @@ class ShieldGuardDefense:
     """Blocks texts whose P(attack), the max over their token windows, reaches the threshold.
 
     ``folder`` holds ``model.onnx``, ``tokenizer.json`` and ``card.json`` (the
-    shipped model, or one written by ``python -m shieldbench.defenses.models.shieldguard
-    train OUT``). ``threshold`` defaults to the card's, calibrated on benign
-    development data for the card's target false positive rate.
+    shipped model, or one written by ``shieldbench train shieldguard OUT``).
+    ``threshold`` defaults to the card's, calibrated on benign development data for
+    the card's target false positive rate.
 
     ``batch_size`` is how many windows go through the model in one call (windows
     are sorted by length first, so little is padding). The quantization is

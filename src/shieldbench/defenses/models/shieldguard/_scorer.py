@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from shieldbench.defenses.models._windows import windows as shared_windows
-from shieldbench.defenses.models.shieldguard._fit import head_tail
 from shieldbench.errors import ConfigError
 
-__all__ = ["STRIDE", "WINDOW", "Scorer", "head_tail", "windows"]
+__all__ = ["STRIDE", "WINDOW", "Scorer", "windows"]
 
 WINDOW = 254  # content tokens per window ([CLS] and [SEP] make 256)
 STRIDE = 190
