@@ -72,6 +72,7 @@ from shieldbench.types import Verdict
 
 __all__ = ["Dedup", "FailSafe"]
 
+
 class FailSafe(Composite):
     """Errors and timeouts of the inner defense become blocked (closed) or allowed (open)."""
 
