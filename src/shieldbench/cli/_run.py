@@ -212,7 +212,7 @@ def run(
     shard: ShardOption = None,
 ) -> None:
     """Benchmark defenses on datasets: terminal summary, run files and reports."""
-    from shieldbench.engine._shards import parse_shard
+    from shieldbench.engine import parse_shard
     from shieldbench.metrics import compare_runs, summarize
     from shieldbench.reports import build_report, write_reports
 

@@ -76,7 +76,7 @@ def run_job(
     shard: tuple[int, int] | None = None,
 ) -> Run:
     from shieldbench.engine import run_defense
-    from shieldbench.engine._shards import mark_shard, shard_dataset
+    from shieldbench.engine import mark_shard, shard_dataset
 
     total = len(dataset)
     if shard is not None:

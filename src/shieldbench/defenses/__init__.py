@@ -36,6 +36,7 @@ from shieldbench.defenses._protocol import (
     defense_version,
     uncached,
 )
+from shieldbench.defenses.adapters._python_spec import factory_kwargs, resolve_attribute
 from shieldbench.defenses.compose._combinators import Fuse, Vote
 from shieldbench.defenses.compose._preprocess import STRIPPERS, Preprocess, strip_wrappers
 from shieldbench.defenses.compose._routing import (
@@ -113,10 +114,12 @@ __all__ = [
     "defense_version",
     "dual_gain",
     "error_text",
+    "factory_kwargs",
     "fail_verdict",
     "minilm_embedder",
     "path_shares",
     "registry",
+    "resolve_attribute",
     "retry_call",
     "strip_wrappers",
     "text_hash",

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from shieldbench._views import ChainView
-from shieldbench.datasets._dataset import Dataset, content_hash
+from shieldbench.datasets import Dataset, content_hash
 from shieldbench.errors import ConfigError, RunError
 from shieldbench.types import DatasetInfo, Outcome, Run, Sample
 

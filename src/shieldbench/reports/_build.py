@@ -46,7 +46,7 @@ from shieldbench.metrics import (
     security_utility_tradeoff,
     summarize,
 )
-from shieldbench.metrics._columnar import columnar, latencies
+from shieldbench.metrics import columnar, latencies
 from shieldbench.reports._attack_view import AttackLike, attack_view
 from shieldbench.reports._e2e_view import end_to_end_view
 from shieldbench.reports._examples import worst_case

@@ -28,7 +28,7 @@ import re
 from pathlib import Path
 
 from shieldbench.datasets import load_dataset
-from shieldbench.datasets._packages import package_dir
+from shieldbench.datasets import package_dir
 
 __all__ = ["cloze_passages", "gcg_suffixes", "harmful_requests", "unmask"]
 
