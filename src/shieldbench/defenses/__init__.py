@@ -38,7 +38,14 @@ from shieldbench.defenses._protocol import (
 )
 from shieldbench.defenses.adapters._python_spec import factory_kwargs, resolve_attribute
 from shieldbench.defenses.compose._combinators import Fuse, Vote
-from shieldbench.defenses.compose._preprocess import STRIPPERS, Preprocess, strip_wrappers
+from shieldbench.defenses.compose._preprocess import (
+    HARNESS_STRIPPERS,
+    STRIPPERS,
+    Preprocess,
+    check_stripper_names,
+    run_strippers,
+    strip_wrappers,
+)
 from shieldbench.defenses.compose._routing import (
     Dual,
     DualGain,
@@ -81,6 +88,7 @@ else:
     )
 
 __all__ = [
+    "HARNESS_STRIPPERS",
     "STRIPPERS",
     "AsyncDefense",
     "AsyncSingleFlight",
@@ -111,6 +119,7 @@ __all__ = [
     "backoff_delay",
     "build_defense",
     "call_with_timeout",
+    "check_stripper_names",
     "defense_version",
     "dual_gain",
     "error_text",
@@ -121,6 +130,7 @@ __all__ = [
     "registry",
     "resolve_attribute",
     "retry_call",
+    "run_strippers",
     "strip_wrappers",
     "text_hash",
     "threshold_for_fpr",
