@@ -15,8 +15,7 @@ from shieldbench.attacks._search import Clock, Search, Target, choose_attacks, s
 from shieldbench.attacks._transfer import transfer_bypasses
 from shieldbench.datasets import Dataset
 from shieldbench.defenses import Defense, defense_version
-from shieldbench.engine import Executor, new_run_id
-from shieldbench.engine import check_defense, environment
+from shieldbench.engine import Executor, check_defense, environment, new_run_id
 from shieldbench.errors import ConfigError
 from shieldbench.metrics import effective_blocked, rate
 from shieldbench.types import DatasetInfo, DefenseInfo, RunConfig

@@ -165,10 +165,9 @@ def close_plan(plan: EndToEnd | None) -> None:
     """Close the target, the judges and the output defense that have a ``close()``."""
     if plan is None:
         return
-    for part in (plan.target, *plan.judges, *plan.output_defenses):
-        close = getattr(part, "close", None)
-        if callable(close):
-            close()
+    from shieldbench.defenses import close_every
+
+    close_every((plan.target, *plan.judges, *plan.output_defenses))
 
 
 def read_accuracy(path: Path | None) -> tuple[Rate, Rate] | None:

@@ -325,10 +325,9 @@ def run(
         for pool in pools.values():
             if pool is not None:
                 pool.close()
-        for d in built.values():
-            close = getattr(d, "close", None)
-            if callable(close):
-                close()
+        from shieldbench.defenses import close_every
+
+        close_every(built.values())
     for spec in cfg.datasets:
         group = [r for r in runs if r.dataset.spec == spec]
         console.print(summary_table(spec, [summarize(r) for r in group]))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from shieldbench._lazy import lazy_attributes
 from shieldbench.defenses._build import build_defense
+from shieldbench.defenses._closing import close_every, closing
 from shieldbench.defenses._guarded import (
     AsyncSingleFlight,
     FailMode,
@@ -120,6 +121,8 @@ __all__ = [
     "build_defense",
     "call_with_timeout",
     "check_stripper_names",
+    "close_every",
+    "closing",
     "defense_version",
     "dual_gain",
     "error_text",

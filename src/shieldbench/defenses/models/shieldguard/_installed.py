@@ -27,8 +27,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from shieldbench.datasets import load_dataset
-from shieldbench.datasets import package_dir
+from shieldbench.datasets import load_dataset, package_dir
 
 __all__ = ["cloze_passages", "gcg_suffixes", "harmful_requests", "unmask"]
 
