@@ -272,3 +272,24 @@ def test_packages_import_only_each_others_public_names() -> None:
         "imports of another package's private module (export the name in the owning"
         " package's __init__ and import it from there):\n" + "\n".join(private)
     )
+
+
+def test_the_mechanisms_page_names_public_homes_that_exist() -> None:
+    """docs/development/mechanisms.md: every name it gives a home is public there."""
+    import importlib
+    import re
+
+    page = ROOT.parents[1] / "docs" / "development" / "mechanisms.md"
+    rows = [
+        line for line in page.read_text(encoding="utf-8").splitlines() if "| `shieldbench." in line
+    ]
+    assert len(rows) >= 5
+    for row in rows:
+        home = row.split("|")[2]
+        match = re.match(r"\s*`(shieldbench[\w.]*)`:(.*?)(?:\(in |$)", home)
+        assert match, row
+        package = importlib.import_module(match[1])
+        names = re.findall(r"`(\w+)`", match[2])
+        assert names, row
+        for name in names:
+            assert name in package.__all__, f"{match[1]}.{name} is not public"
