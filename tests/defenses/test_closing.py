@@ -36,15 +36,9 @@ def test_close_every_closes_all_and_raises_the_first_failure_noting_the_rest(
     if failing:
         with pytest.raises(RuntimeError) as info:
             close_every(parts)
-        assert str(info.value) == f"{failing[0].name} stuck"  # type: ignore[attr-defined]
+        assert str(info.value) == f"{failing[0].name} stuck"
         notes = getattr(info.value, "__notes__", [])
-        assert (
-            notes
-            == [
-                f"also failed to close: RuntimeError: {p.name} stuck"  # type: ignore[attr-defined]
-                for p in failing[1:]
-            ]
-        )
+        assert notes == [f"also failed to close: RuntimeError: {p.name} stuck" for p in failing[1:]]
     else:
         close_every(parts)
     assert all(p.closed == 1 for p in parts if isinstance(p, Part))
