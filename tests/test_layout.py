@@ -223,3 +223,150 @@ def test_the_run_time_never_loads_the_train_package() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+# --- layers and private modules (issue 32) ---------------------------------------------
+#
+# Every top-level package (and top-level module) of shieldbench sits on a layer; a module
+# may import from its own layer or below, never above. Within a layer the cycle test
+# above keeps imports one-way. A name not in LAYERS fails the test: a new package must
+# be placed. Reading a layer bottom-up gives the order a newcomer should read the code in.
+LAYERS: tuple[frozenset[str], ...] = tuple(
+    frozenset(layer.split())
+    for layer in (
+        # shared vocabulary: records, errors, specs, the registry, run-file codecs, and
+        # the root's own private helpers (shieldbench._lazy, _lru, _views, ...)
+        "<private> types errors spec registry identity locking config runfiles runio",
+        "metrics",
+        "datasets",
+        "defenses",  # and the one guarded-call mechanism (timeout, retries, dedup)
+        "targets",
+        "judges",
+        "engine",
+        "attacks reports alerts gate",
+        "store",
+        "service trend benchmark",
+        "monitor view train",
+        "cli __main__",
+    )
+)
+# Imports that run up the layers today and are being moved away, each with its reason.
+# Keep this short: an entry is a debt, not a permission.
+KNOWN_UPWARD: set[tuple[str, str]] = set()
+
+
+def _package_of(module: str) -> str:
+    """The top-level package (or module) ``module`` belongs to; ``<private>`` for the
+    root's private helpers (``shieldbench._lru``), which every package may use."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "shieldbench"
+    return "<private>" if parts[1].startswith("_") and parts[1] != "__main__" else parts[1]
+
+
+def _layer_of(package: str) -> int:
+    for i, layer in enumerate(LAYERS):
+        if package in layer:
+            return i
+    raise AssertionError(f"{package!r} is on no layer: add it to LAYERS in tests/test_layout.py")
+
+
+def _private_owner(module: str) -> str | None:
+    """The package whose private module ``module`` is (``shieldbench.a._b.c`` -> ``a``),
+    or None when every part of its dotted name is public (or it is the root's)."""
+    parts = module.split(".")
+    for i, part in enumerate(parts[1:], start=1):
+        if part.startswith("_") and part != "__main__":
+            return None if i == 1 else _package_of(".".join(parts[:i]))
+    return None
+
+
+def _upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    found = []
+    for name, targets in sorted(graph.items()):
+        if name == "shieldbench":  # the root re-exports the public API from above
+            continue
+        for target in sorted(targets):
+            here, there = _package_of(name), _package_of(target)
+            if there == "shieldbench" or (name, there) in KNOWN_UPWARD:
+                continue
+            if _layer_of(there) > _layer_of(here):
+                found.append(f"{name} ({here}) imports {target} ({there})")
+    return found
+
+
+def _private_imports(graph: dict[str, set[str]]) -> list[str]:
+    found = []
+    for name, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            owner = _private_owner(target)
+            if owner is not None and owner != _package_of(name):
+                found.append(f"{name} imports {target}, private to {owner}")
+    return found
+
+
+def test_the_layer_helpers_place_modules_and_find_private_owners() -> None:
+    assert _package_of("shieldbench.engine._threads") == "engine"
+    assert _package_of("shieldbench._lru") == "<private>"
+    assert _package_of("shieldbench.trend") == "trend"
+    assert _private_owner("shieldbench.defenses.adapters._python_spec") == "defenses"
+    assert _private_owner("shieldbench.reports._charts") == "reports"
+    assert _private_owner("shieldbench.defenses.remote") is None
+    assert _private_owner("shieldbench._lazy") is None
+    assert _layer_of("defenses") < _layer_of("engine") < _layer_of("service")
+
+
+def test_the_checks_catch_an_upward_and_a_private_import() -> None:
+    graph = {
+        "shieldbench.defenses._x": {"shieldbench.engine"},
+        "shieldbench.engine._y": {"shieldbench.defenses._protocol", "shieldbench.engine._z"},
+        "shieldbench.trend": {"shieldbench.reports._charts", "shieldbench._lru"},
+        "shieldbench.cli._a": {"shieldbench.engine", "shieldbench.defenses"},
+    }
+    assert _upward_imports(graph) == [
+        "shieldbench.defenses._x (defenses) imports shieldbench.engine (engine)"
+    ]
+    assert _private_imports(graph) == [
+        "shieldbench.engine._y imports shieldbench.defenses._protocol, private to defenses",
+        "shieldbench.trend imports shieldbench.reports._charts, private to reports",
+    ]
+    with pytest.raises(AssertionError, match="on no layer"):
+        _layer_of("newpackage")
+
+
+def test_no_import_runs_up_the_layers() -> None:
+    graph = _graph()
+    for name in graph:
+        if name != "shieldbench":
+            _layer_of(_package_of(name))  # every package is placed
+    upward = _upward_imports(graph)
+    assert not upward, "imports that run up the layers:\n" + "\n".join(upward)
+
+
+def test_packages_import_only_each_others_public_names() -> None:
+    private = _private_imports(_graph())
+    assert not private, (
+        "imports of another package's private module (export the name in the owning"
+        " package's __init__ and import it from there):\n" + "\n".join(private)
+    )
+
+
+def test_the_mechanisms_page_names_public_homes_that_exist() -> None:
+    """docs/development/mechanisms.md: every name it gives a home is public there."""
+    import importlib
+    import re
+
+    page = ROOT.parents[1] / "docs" / "development" / "mechanisms.md"
+    rows = [
+        line for line in page.read_text(encoding="utf-8").splitlines() if "| `shieldbench." in line
+    ]
+    assert len(rows) >= 5
+    for row in rows:
+        home = row.split("|")[2]
+        match = re.match(r"\s*`(shieldbench[\w.]*)`:(.*?)(?:\(in |$)", home)
+        assert match, row
+        package = importlib.import_module(match[1])
+        names = re.findall(r"`(\w+)`", match[2])
+        assert names, row
+        for name in names:
+            assert name in package.__all__, f"{match[1]}.{name} is not public"

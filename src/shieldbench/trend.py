@@ -101,7 +101,7 @@ def trend_series(points: Sequence[TrendPoint]) -> dict[DefenseIdentity, str]:
 
 
 def _chart(points: Sequence[TrendPoint], which: str) -> str:
-    from shieldbench.reports._charts import percent_formatter, render_svg
+    from shieldbench.reports import percent_formatter, render_svg
 
     def triple(p: TrendPoint) -> tuple[float | None, float | None, float | None]:
         r = p.run

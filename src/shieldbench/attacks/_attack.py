@@ -14,10 +14,8 @@ from shieldbench.attacks._result import AttackCounts, AttackFigures, AttackMeta,
 from shieldbench.attacks._search import Clock, Search, Target, choose_attacks, search_config
 from shieldbench.attacks._transfer import transfer_bypasses
 from shieldbench.datasets import Dataset
-from shieldbench.defenses._protocol import Defense, defense_version
-from shieldbench.engine import Executor, new_run_id
-from shieldbench.engine._execute import check_defense
-from shieldbench.engine._run import environment
+from shieldbench.defenses import Defense, defense_version
+from shieldbench.engine import Executor, check_defense, environment, new_run_id
 from shieldbench.errors import ConfigError
 from shieldbench.metrics import effective_blocked, rate
 from shieldbench.types import DatasetInfo, DefenseInfo, RunConfig

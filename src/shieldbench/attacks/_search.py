@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from shieldbench.attacks._figures import Tally
 from shieldbench.attacks._mutator import Mutator
 from shieldbench.attacks._records import AttackSettings, Bypass, RoundSummary
-from shieldbench.defenses._protocol import Defense
+from shieldbench.defenses import Defense
 from shieldbench.engine import Executor, screen
 from shieldbench.metrics import rate
 from shieldbench.types import Outcome, RunConfig, Sample

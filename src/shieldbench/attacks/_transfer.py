@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from shieldbench.attacks._records import Bypass
 from shieldbench.attacks._result import AttackResult, TransferResult
-from shieldbench.defenses._protocol import Defense, defense_version
-from shieldbench.engine import screen
-from shieldbench.engine._execute import check_defense
+from shieldbench.defenses import Defense, defense_version
+from shieldbench.engine import check_defense, screen
 from shieldbench.metrics import rate
 from shieldbench.types import DefenseInfo, Outcome, RunConfig
 

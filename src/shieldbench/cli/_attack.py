@@ -53,10 +53,9 @@ __all__: list[str] = []
 
 
 def _close(defenses: list[Defense]) -> None:
-    for d in defenses:
-        close = getattr(d, "close", None)
-        if callable(close):
-            close()
+    from shieldbench.defenses import close_every
+
+    close_every(defenses)
 
 
 def _summary(result: AttackResult) -> Table:

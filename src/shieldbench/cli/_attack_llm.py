@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from shieldbench.cli._app import console, err_console
 from shieldbench.cli._e2e import close_plan
 from shieldbench.datasets import load_dataset
-from shieldbench.defenses import Defense, build_defense
+from shieldbench.defenses import Defense, build_defense, close_every
 from shieldbench.errors import ConfigError
 from shieldbench.types import RunConfig
 
@@ -143,10 +143,7 @@ def run_llm_command(
                 llm_transfer(result, d, spec=s, config=config) for s, d in others.items()
             ]
     finally:
-        for d in built:
-            close = getattr(d, "close", None)
-            if callable(close):
-                close()
+        close_every(built)
         for model in (attacker, evaluator):
             if model is not None:
                 model.close()

@@ -20,7 +20,14 @@ from rich.text import Text
 from shieldbench._redact import redact
 from shieldbench.cli._app import app, console, defenses_app
 from shieldbench.cli._console import echo_json
-from shieldbench.defenses import Defense, build_defense, defense_version, registry
+from shieldbench.defenses import (
+    Defense,
+    build_defense,
+    close_every,
+    closing,
+    defense_version,
+    registry,
+)
 
 __all__: list[str] = []
 
@@ -127,9 +134,7 @@ def inspect_defense(
             **facts,
         }
     finally:
-        close = getattr(built, "close", None)
-        if close is not None:
-            close()
+        close_every([built])
     if as_json:
         _echo_json(row)
         return
@@ -199,12 +204,8 @@ def check(
         start = perf_counter()
         built = build_defense(spec)
         build_ms = (perf_counter() - start) * 1000.0
-        try:
+        with closing([built]):
             rows.append(_screen(spec, built, text, build_ms))
-        finally:
-            close = getattr(built, "close", None)
-            if close is not None:
-                close()
     if as_json:
         _echo_json(rows)
     else:

@@ -165,10 +165,9 @@ def close_plan(plan: EndToEnd | None) -> None:
     """Close the target, the judges and the output defense that have a ``close()``."""
     if plan is None:
         return
-    for part in (plan.target, *plan.judges, *plan.output_defenses):
-        close = getattr(part, "close", None)
-        if callable(close):
-            close()
+    from shieldbench.defenses import close_every
+
+    close_every((plan.target, *plan.judges, *plan.output_defenses))
 
 
 def read_accuracy(path: Path | None) -> tuple[Rate, Rate] | None:
@@ -193,7 +192,7 @@ def read_accuracy(path: Path | None) -> tuple[Rate, Rate] | None:
 def print_end_to_end(runs: Sequence[Run], accuracy: tuple[Rate, Rate] | None) -> None:
     """The end-to-end table (and McNemar between defenses) for runs with a target."""
     from shieldbench.metrics import compare_end_to_end, end_to_end_summary, has_end_to_end
-    from shieldbench.reports._format import rate_text as format_rate
+    from shieldbench.reports import rate_text as format_rate
 
     usable = [r for r in runs if has_end_to_end(r)]
     if not usable:
@@ -294,7 +293,7 @@ def judges_evaluate(
 ) -> None:
     """Measure a judge's sensitivity and specificity on labelled answers."""
     from shieldbench.judges import build_judge, builtin_set, evaluate_judge, load_labelled
-    from shieldbench.reports._format import rate_text as format_rate
+    from shieldbench.reports import rate_text as format_rate
     from shieldbench.spec import parse_spec
 
     built = build_judge(judge)

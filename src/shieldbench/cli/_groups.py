@@ -22,8 +22,7 @@ from shieldbench.cli._pairs import metric_row, pairs_table
 from shieldbench.errors import ConfigError
 
 if TYPE_CHECKING:
-    from shieldbench.metrics import GroupedComparisons, IntervalMethod
-    from shieldbench.metrics._paired import Correction
+    from shieldbench.metrics import Correction, GroupedComparisons, IntervalMethod
     from shieldbench.types import ErrorPolicy, Run
 
 __all__ = ["check_dimension", "compare_all_groups", "print_grouped"]

@@ -212,7 +212,7 @@ def run(
     shard: ShardOption = None,
 ) -> None:
     """Benchmark defenses on datasets: terminal summary, run files and reports."""
-    from shieldbench.engine._shards import parse_shard
+    from shieldbench.engine import parse_shard
     from shieldbench.metrics import compare_runs, summarize
     from shieldbench.reports import build_report, write_reports
 
@@ -325,10 +325,9 @@ def run(
         for pool in pools.values():
             if pool is not None:
                 pool.close()
-        for d in built.values():
-            close = getattr(d, "close", None)
-            if callable(close):
-                close()
+        from shieldbench.defenses import close_every
+
+        close_every(built.values())
     for spec in cfg.datasets:
         group = [r for r in runs if r.dataset.spec == spec]
         console.print(summary_table(spec, [summarize(r) for r in group]))

@@ -75,8 +75,7 @@ def run_job(
     executor: RayExecutor | None = None,
     shard: tuple[int, int] | None = None,
 ) -> Run:
-    from shieldbench.engine import run_defense
-    from shieldbench.engine._shards import mark_shard, shard_dataset
+    from shieldbench.engine import mark_shard, run_defense, shard_dataset
 
     total = len(dataset)
     if shard is not None:

@@ -109,7 +109,7 @@ def merge(
 ) -> None:
     """Merge the shard runs of one job (`run --shard I/N`) into one run file: the same
     samples, outcomes, content hash and statistics as an unsplit run."""
-    from shieldbench.engine._shards import merge_runs
+    from shieldbench.engine import merge_runs
     from shieldbench.runio import load_run, save_run
 
     if out.exists() and (out.is_dir() or not force):

@@ -29,6 +29,7 @@ from shieldbench.datasets._ops import (
     sample_size_note,
     sample_size_warnings,
 )
+from shieldbench.datasets._packages import package_dir
 from shieldbench.datasets._paths import FILE_LOADERS, spec_for_text
 from shieldbench.datasets._records import (
     DEFAULT_ATTACK_LABELS,
@@ -75,6 +76,7 @@ __all__ = [
     "mix_datasets",
     "near_duplicates",
     "normalize_text",
+    "package_dir",
     "registry",
     "sample_dataset",
     "sample_size_note",

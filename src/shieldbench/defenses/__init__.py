@@ -14,6 +14,22 @@ from typing import TYPE_CHECKING
 
 from shieldbench._lazy import lazy_attributes
 from shieldbench.defenses._build import build_defense
+from shieldbench.defenses._closing import close_every, closing
+from shieldbench.defenses._guarded import (
+    AsyncSingleFlight,
+    FailMode,
+    Retried,
+    RetryWatch,
+    SingleFlight,
+    TtlCache,
+    await_with_timeout,
+    backoff_delay,
+    call_with_timeout,
+    error_text,
+    fail_verdict,
+    retry_call,
+    text_hash,
+)
 from shieldbench.defenses._protocol import (
     AsyncDefense,
     BatchDefense,
@@ -21,8 +37,16 @@ from shieldbench.defenses._protocol import (
     defense_version,
     uncached,
 )
+from shieldbench.defenses.adapters._python_spec import factory_kwargs, resolve_attribute
 from shieldbench.defenses.compose._combinators import Fuse, Vote
-from shieldbench.defenses.compose._preprocess import STRIPPERS, Preprocess, strip_wrappers
+from shieldbench.defenses.compose._preprocess import (
+    HARNESS_STRIPPERS,
+    STRIPPERS,
+    Preprocess,
+    check_stripper_names,
+    run_strippers,
+    strip_wrappers,
+)
 from shieldbench.defenses.compose._routing import (
     Dual,
     DualGain,
@@ -62,8 +86,10 @@ else:
     )
 
 __all__ = [
+    "HARNESS_STRIPPERS",
     "STRIPPERS",
     "AsyncDefense",
+    "AsyncSingleFlight",
     "BatchDefense",
     "Dedup",
     "Defense",
@@ -72,22 +98,40 @@ __all__ = [
     "Embedder",
     "EmbeddingHead",
     "EmbeddingLRDefense",
+    "FailMode",
     "FailSafe",
     "Fuse",
     "HeadMetrics",
     "ModelCard",
     "PathShares",
     "Preprocess",
+    "Retried",
+    "RetryWatch",
     "SemanticDefense",
+    "SingleFlight",
     "Tiered",
     "TrainingSource",
+    "TtlCache",
     "Vote",
+    "await_with_timeout",
+    "backoff_delay",
     "build_defense",
+    "call_with_timeout",
+    "check_stripper_names",
+    "close_every",
+    "closing",
     "defense_version",
     "dual_gain",
+    "error_text",
+    "factory_kwargs",
+    "fail_verdict",
     "minilm_embedder",
     "path_shares",
     "registry",
+    "resolve_attribute",
+    "retry_call",
+    "run_strippers",
     "strip_wrappers",
+    "text_hash",
     "uncached",
 ]

@@ -65,12 +65,13 @@ Example:
 from __future__ import annotations
 
 from shieldbench.engine._e2e import EndToEnd, apply_end_to_end
-from shieldbench.engine._execute import screen
+from shieldbench.engine._execute import check_defense, screen
 from shieldbench.engine._executor import Executor
 from shieldbench.engine._progress import ProgressHook
 from shieldbench.engine._ray import RayExecutor
 from shieldbench.engine._ray_local import start_local_ray
-from shieldbench.engine._run import new_run_id, run_defense
+from shieldbench.engine._run import environment, new_run_id, run_defense
+from shieldbench.engine._shards import mark_shard, merge_runs, parse_shard, shard_dataset
 
 __all__ = [
     "EndToEnd",
@@ -78,8 +79,14 @@ __all__ = [
     "ProgressHook",
     "RayExecutor",
     "apply_end_to_end",
+    "check_defense",
+    "environment",
+    "mark_shard",
+    "merge_runs",
     "new_run_id",
+    "parse_shard",
     "run_defense",
     "screen",
+    "shard_dataset",
     "start_local_ray",
 ]

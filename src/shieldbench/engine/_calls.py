@@ -2,7 +2,9 @@
 
 Everything here sits off the hot path except :func:`ok_or_wrong_type`: the first
 attempt of every call is made inline by the execution loops, and only a call that
-raised comes here to be retried.
+raised comes here to be retried. The retry loop, its back-off and the error text are
+the one guarded-call mechanism's (:func:`shieldbench.defenses.retry_call`), shared
+with the ``fail_closed`` / ``dedup`` wrappers and the service.
 """
 
 from __future__ import annotations
@@ -10,9 +12,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from time import perf_counter
 from typing import TypeVar
 
+from shieldbench.defenses import backoff_delay, error_text, retry_call
 from shieldbench.errors import DefenseError, TransientDefenseError
 from shieldbench.types import Outcome, RunConfig, Status, Verdict
 
@@ -66,17 +68,17 @@ class Slot:
         self.unit: int | tuple[int, ...] | None = None
         self.thread: threading.Thread | None = None
 
+    # the slot is the retry loop's watch (shieldbench.defenses.RetryWatch)
+    def backing_off(self) -> None:
+        self.started = 0.0  # sleeping is not a call: no timeout while backing off
 
-def error_text(exc: BaseException) -> str:
-    """``"ExcType: message"`` (just the type when the message is empty).
+    def attempt_started(self, attempt: int, started: float) -> None:
+        self.attempts = attempt
+        self.started = started
 
-    >>> error_text(ValueError("bad input"))
-    'ValueError: bad input'
-    >>> error_text(RuntimeError())
-    'RuntimeError'
-    """
-    message = str(exc)
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    @property
+    def stopped(self) -> bool:
+        return self.abandoned
 
 
 def backoff_s(exc: TransientDefenseError, attempt: int, config: RunConfig) -> float:
@@ -91,9 +93,7 @@ def backoff_s(exc: TransientDefenseError, attempt: int, config: RunConfig) -> fl
     >>> backoff_s(TransientDefenseError("429", retry_after_s=3.0), 1, cfg)
     3.0
     """
-    if exc.retry_after_s is not None:
-        return max(0.0, float(exc.retry_after_s))
-    return float(config.retry_backoff_s * 2 ** (attempt - 1))
+    return backoff_delay(exc, attempt, config.retry_backoff_s)
 
 
 def ok_or_wrong_type(
@@ -197,23 +197,16 @@ def retry_sync(
     when ``error`` is set; ``elapsed_s`` is the wall time of the last attempt
     (back-off sleeps are the engine's, not the defense's, so they are not latency).
     """
-    attempt = 1
-    while isinstance(exc, TransientDefenseError) and attempt <= config.retries:
-        delay = backoff_s(exc, attempt, config)
-        if slot is not None:
-            slot.started = 0.0  # sleeping is not a call: no timeout while backing off
-        time.sleep(delay)
-        if slot is not None and slot.abandoned:
-            break
-        attempt += 1
-        t0 = perf_counter()
-        if slot is not None:
-            slot.attempts = attempt
-            slot.started = t0
-        try:
-            value = call(arg)
-        except Exception as again:
-            exc, elapsed_s = again, perf_counter() - t0
-            continue
-        return value, None, attempt, perf_counter() - t0
-    return FAILED, exc, attempt, elapsed_s
+    done = retry_call(
+        call,
+        arg,
+        first_error=exc,
+        first_elapsed_s=elapsed_s,
+        retries=config.retries,
+        backoff_s=config.retry_backoff_s,
+        watch=slot,
+        sleep=time.sleep,  # looked up per call: tests count the sleeps
+    )
+    if done.error is not None:
+        return FAILED, done.error, done.attempts, done.elapsed_s
+    return done.value, None, done.attempts, done.elapsed_s  # type: ignore[return-value]

@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from shieldbench.defenses._protocol import Defense
+from shieldbench.defenses import Defense
 from shieldbench.engine._execute import screen
 from shieldbench.engine._progress import ProgressHook
 from shieldbench.errors import DefenseError

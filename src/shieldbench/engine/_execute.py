@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Literal, cast
 
-from shieldbench.defenses._protocol import Defense, uncached
+from shieldbench.defenses import Defense, uncached
 from shieldbench.engine._async import run_async
 from shieldbench.engine._latency import BatchTally, alone_share, called_alone, warm_text
 from shieldbench.engine._progress import ProgressHook

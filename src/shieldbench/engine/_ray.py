@@ -46,24 +46,23 @@ Ray is imported only when an executor starts, so the CLI does not pay for it.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import socket
-from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
+from shieldbench.engine._ray_dispatch import Dispatch, ray_cause
 from shieldbench.engine._ray_local import (
     import_ray,
     is_loopback_address,
     keep_loopback,
     start_local_ray,
 )
-from shieldbench.engine._ray_parts import FREEZES, Screener, batch_deadline, frozen_outcome
+from shieldbench.engine._ray_parts import Screener, batch_deadline
 from shieldbench.engine._record import Recorder
 from shieldbench.errors import ConfigError, RunError
-from shieldbench.types import Outcome, RunConfig
+from shieldbench.types import RunConfig
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -96,23 +95,6 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
             f"cannot reach the Ray cluster at {address} ({exc.strerror or exc}); start it with"
             " `ray start --head --port PORT` there, or check the address and firewall"
         ) from None
-
-
-def _cause(exc: BaseException) -> str:
-    """The worker-side error inside a Ray exception, as one readable line."""
-    text = str(exc)
-    for line in reversed(text.splitlines()):
-        line = line.strip()
-        if line and not line.startswith(("File ", "^", "Traceback", "The actor", "(")):
-            return line
-    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-
-
-@dataclasses.dataclass(slots=True)
-class _Batch:
-    positions: tuple[int, ...]
-    sent: int = 0  # how many times it was sent (resent after its actor died)
-    froze: int = 0  # how many workers froze while screening it
 
 
 class RayExecutor:
@@ -233,7 +215,7 @@ class RayExecutor:
             for a in actors:
                 ray.kill(a)
             raise RunError(
-                f"defense {self.spec!r} cannot be built on a Ray worker: {_cause(exc)}."
+                f"defense {self.spec!r} cannot be built on a Ray worker: {ray_cause(exc)}."
                 " Install on every node what the spec needs (shieldbench with the same"
                 " extras, the package of a python: defense, the model files)"
             ) from None
@@ -286,116 +268,46 @@ class RayExecutor:
         config: RunConfig,
         recorder: Recorder,
     ) -> str:
-        """Record an outcome for every ``i`` in ``positions``; returns the capability."""
+        """Record an outcome for every ``i`` in ``positions``; returns the capability.
+
+        The loop: fill every actor's queue, wait for one answer (or ``_WAIT_S``), record
+        it, replace actors that froze, report progress; see :class:`Dispatch`.
+        """
         self.start()
         ray = import_ray()
         size = self.batch_size or config.batch_size
-        batches: Iterator[_Batch] = (
-            _Batch(tuple(positions[k : k + size])) for k in range(0, len(positions), size)
+        run = Dispatch(
+            self._actors,
+            self._respawn,
+            texts,
+            ids,
+            positions,
+            size=size,
+            in_flight=self.in_flight,
+            deadline=self.batch_deadline_s or batch_deadline(config, size),
+            replace_limit=replacement_limit(self.workers),
+            config=config.to_dict(),
+            recorder=recorder,
         )
-        retry: deque[_Batch] = deque()
-        cfg = config.to_dict()
-        queued: dict[Any, tuple[int, _Batch]] = {}  # object ref -> (actor slot, batch)
-        load = [0] * len(self._actors)
-        busy_since = [0.0] * len(self._actors)  # when the slot's current batch started
-        deadline = self.batch_deadline_s or batch_deadline(config, size)
-        results = recorder.results
-        replaced_here = 0
-
-        def send(slot: int, batch: _Batch) -> None:
-            if load[slot] == 0:
-                busy_since[slot] = perf_counter()
-            batch.sent += 1
-            ref = self._actors[slot].screen.remote(
-                [ids[i] for i in batch.positions], [texts[i] for i in batch.positions], cfg
-            )
-            queued[ref] = (slot, batch)
-            load[slot] += 1
-
         try:
             while True:
-                for slot in range(len(self._actors)):
-                    while load[slot] < self.in_flight:
-                        batch = retry.popleft() if retry else next(batches, None)
-                        if batch is None:
-                            break
-                        send(slot, batch)
-                if not queued:
+                run.fill()
+                if not run.queued:
                     break
-                ready, _ = ray.wait(list(queued), num_returns=1, timeout=_WAIT_S)
+                ready, _ = ray.wait(list(run.queued), num_returns=1, timeout=_WAIT_S)
                 for ref in ready:
-                    if ref not in queued:  # requeued when its actor was found dead
-                        continue
-                    slot, batch = queued.pop(ref)
-                    load[slot] -= 1
-                    busy_since[slot] = perf_counter()
-                    try:
-                        outcomes: list[Outcome] = ray.get(ref)
-                    except ray.exceptions.RayActorError as exc:
-                        retry.append(batch)
-                        replaced_here += self._replace_dead(slot, queued, retry, load, exc)
-                        if replaced_here > replacement_limit(self.workers):
-                            raise RunError(
-                                f"{replaced_here} Ray workers died during this run (last:"
-                                f" {_cause(exc)}); finished outcomes are in the checkpoint,"
-                                " resume when the cluster is healthy"
-                            ) from None
-                        continue
-                    except ray.exceptions.RayTaskError as exc:
-                        raise RunError(f"a Ray worker failed: {_cause(exc)}") from None
-                    for i, outcome in zip(batch.positions, outcomes, strict=True):
-                        if results[i] is None:  # a resent batch may come back twice
-                            recorder.put(i, outcome)
+                    run.collect(ref)
                 now = perf_counter()
-                for slot in range(len(self._actors)) if deadline is not None else ():
-                    if deadline is not None and load[slot] and now - busy_since[slot] > deadline:
-                        self._frozen(slot, queued, retry, load, recorder, ids, deadline)
-                        replaced_here += 1
+                run.unfreeze(now)
                 recorder.tick(now)
         except BaseException:
-            for ref in queued:
-                with contextlib.suppress(Exception):
-                    ray.cancel(ref, force=False)
+            run.cancel()
             raise
         return self.capability
 
-    def _frozen(
-        self,
-        slot: int,
-        queued: dict[Any, tuple[int, _Batch]],
-        retry: deque[_Batch],
-        load: list[int],
-        recorder: Recorder,
-        ids: Sequence[str],
-        deadline: float,
-    ) -> None:
-        """Replace a frozen actor; its batches go again, but one that froze workers
-        :data:`FREEZES` times gets ``timeout`` outcomes."""
-        ref, head = next((r, b) for r, (s, b) in queued.items() if s == slot)  # sent first
-        head.froze += 1
-        if head.froze >= FREEZES:
-            del queued[ref]
-            for i in head.positions:
-                if recorder.results[i] is None:
-                    recorder.put(i, frozen_outcome(ids[i], deadline, head.froze))
-        cause = RuntimeError(f"the worker answered nothing for {deadline:g} s")
-        self._replace_dead(slot, queued, retry, load, cause)
-
-    def _replace_dead(
-        self,
-        slot: int,
-        queued: dict[Any, tuple[int, _Batch]],
-        retry: deque[_Batch],
-        load: list[int],
-        exc: BaseException,
-    ) -> int:
-        """Requeue the dead actor's other batches and give its slot a fresh actor."""
+    def _respawn(self, slot: int, exc: BaseException) -> None:
+        """Kill the actor of ``slot`` (dead or frozen: ``exc`` says why) and start another."""
         ray = import_ray()
-        for ref, (s, batch) in list(queued.items()):
-            if s == slot:
-                del queued[ref]
-                retry.append(batch)
-        load[slot] = 0
         with contextlib.suppress(Exception):
             ray.kill(self._actors[slot])
         actor = self._new_actor()
@@ -403,9 +315,8 @@ class RayExecutor:
             ray.get(actor.ready.remote())
         except ray.exceptions.RayError as again:
             raise RunError(
-                f"a Ray worker died ({_cause(exc)}) and its replacement could not start:"
-                f" {_cause(again)}"
+                f"a Ray worker died ({ray_cause(exc)}) and its replacement could not start:"
+                f" {ray_cause(again)}"
             ) from None
         self._actors[slot] = actor
         self.replaced += 1
-        return 1

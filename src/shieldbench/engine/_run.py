@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, cast
 
 from shieldbench._columns import CHUNK, ColumnBuilder, outcome_columns, outcomes_from
 from shieldbench._views import RecordView
-from shieldbench.datasets._dataset import Dataset
-from shieldbench.defenses._protocol import Defense, defense_version
+from shieldbench.datasets import Dataset
+from shieldbench.defenses import Defense, defense_version
 from shieldbench.engine._checkpoint import CheckpointHeader, CheckpointWriter, read_checkpoint
 from shieldbench.engine._execute import capability, check_defense, execute
 from shieldbench.engine._latency import BatchTally, alone_share

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from shieldbench._views import ChainView
-from shieldbench.datasets._dataset import Dataset, content_hash
+from shieldbench.datasets import Dataset, content_hash
 from shieldbench.errors import ConfigError, RunError
 from shieldbench.types import DatasetInfo, Outcome, Run, Sample
 
@@ -106,39 +106,8 @@ def merge_runs(runs: Sequence[Run], *, names: Sequence[str] | None = None) -> Ru
     first = shards[0][3]
     count, total = shards[0][1], shards[0][2]
     for _index, n, tot, run, where in shards[1:]:
-        for what, mine, theirs in (
-            ("defense", first.defense.spec, run.defense.spec),
-            ("defense version", first.defense.version, run.defense.version),
-            ("dataset", first.dataset.spec, run.dataset.spec),
-            ("dataset content hash", first.dataset.content_hash, run.dataset.content_hash),
-            ("number of shards", count, n),
-            ("dataset size", total, tot),
-        ):
-            if mine != theirs:
-                raise RunError(
-                    f"{where}: {what} {theirs!r} differs from {labels[0]}'s {mine!r};"
-                    " these shards belong to different jobs"
-                )
-        if run.config != first.config:
-            diff = [
-                f"{k}={getattr(run.config, k)!r} vs {getattr(first.config, k)!r}"
-                for k in first.config.to_dict()
-                if getattr(run.config, k) != getattr(first.config, k)
-            ]
-            raise RunError(
-                f"{where}: run settings differ from {labels[0]}'s ({', '.join(diff)});"
-                " every shard must run with the same settings"
-            )
-    by_index: dict[int, tuple[Run, str]] = {}
-    for index, _n, _tot, run, where in shards:
-        if index in by_index:
-            raise RunError(
-                f"{where}: shard {index}/{count} given twice (also {by_index[index][1]})"
-            )
-        by_index[index] = (run, where)
-    missing = [str(i) for i in range(1, count + 1) if i not in by_index]
-    if missing:
-        raise RunError(f"incomplete set: shard(s) {', '.join(missing)} of {count} missing")
+        _check_same_job(first, labels[0], run, where, (count, total), (n, tot))
+    by_index = _by_index(shards, count)
     ordered = [by_index[i][0] for i in range(1, count + 1)]
     for i, run in enumerate(ordered, 1):
         start, stop = shard_bounds(total, i, count)
@@ -172,6 +141,58 @@ def merge_runs(runs: Sequence[Run], *, names: Sequence[str] | None = None) -> Ru
             ordered, [by_index[i + 1][1] for i in range(count)], samples, outcomes
         ),
     )
+
+
+def _check_same_job(
+    first: Run,
+    first_label: str,
+    run: Run,
+    where: str,
+    first_shape: tuple[int, int],
+    shape: tuple[int, int],
+) -> None:
+    """:class:`RunError` unless ``run`` is a shard of the same job as ``first``: same
+    defense, dataset, shard count, dataset size and run settings."""
+    for what, mine, theirs in (
+        ("defense", first.defense.spec, run.defense.spec),
+        ("defense version", first.defense.version, run.defense.version),
+        ("dataset", first.dataset.spec, run.dataset.spec),
+        ("dataset content hash", first.dataset.content_hash, run.dataset.content_hash),
+        ("number of shards", first_shape[0], shape[0]),
+        ("dataset size", first_shape[1], shape[1]),
+    ):
+        if mine != theirs:
+            raise RunError(
+                f"{where}: {what} {theirs!r} differs from {first_label}'s {mine!r};"
+                " these shards belong to different jobs"
+            )
+    if run.config != first.config:
+        diff = [
+            f"{k}={getattr(run.config, k)!r} vs {getattr(first.config, k)!r}"
+            for k in first.config.to_dict()
+            if getattr(run.config, k) != getattr(first.config, k)
+        ]
+        raise RunError(
+            f"{where}: run settings differ from {first_label}'s ({', '.join(diff)});"
+            " every shard must run with the same settings"
+        )
+
+
+def _by_index(
+    shards: Sequence[tuple[int, int, int, Run, str]], count: int
+) -> dict[int, tuple[Run, str]]:
+    """Shard number -> (run, label); :class:`RunError` on a repeat or a missing shard."""
+    by_index: dict[int, tuple[Run, str]] = {}
+    for index, _n, _tot, run, where in shards:
+        if index in by_index:
+            raise RunError(
+                f"{where}: shard {index}/{count} given twice (also {by_index[index][1]})"
+            )
+        by_index[index] = (run, where)
+    missing = [str(i) for i in range(1, count + 1) if i not in by_index]
+    if missing:
+        raise RunError(f"incomplete set: shard(s) {', '.join(missing)} of {count} missing")
+    return by_index
 
 
 def _merged_end_to_end(

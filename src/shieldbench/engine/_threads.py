@@ -17,6 +17,12 @@ Design, and why:
   interpreter exit. If more abandoned calls are still running than
   :func:`stuck_limit`, the defense is hung and the run stops with
   :class:`~shieldbench.errors.RunError` (finished outcomes stay in the checkpoint).
+- **One guarded-call mechanism.** Retries, back-off and error texts are those of
+  :func:`shieldbench.defenses.retry_call` (through :func:`~shieldbench.engine._calls.retry_sync`),
+  shared with the ``fail_closed`` / ``dedup`` wrappers and the service. The time limit
+  is this supervisor rather than :func:`shieldbench.defenses.call_with_timeout`'s thread
+  per call: a run makes millions of calls, and a thread each would cost more than most
+  checks.
 - **Checkpoint and progress from one thread.** Workers only append finished
   outcomes to a deque; the supervising thread hands them to the
   :class:`~shieldbench.engine._record.Recorder` (checkpoint, progress), so neither

@@ -381,7 +381,7 @@ def run_gate(candidate: Run, baseline: Run, settings: GateSettings | None = None
     data (content hash) or do not share sample ids, or when the baseline is the
     candidate run itself (:func:`same_run`): a paired gate cannot answer.
     """
-    from shieldbench.metrics._pairing import shared_policy
+    from shieldbench.metrics import shared_policy
 
     s = settings or GateSettings()
     if same_run(candidate, baseline):

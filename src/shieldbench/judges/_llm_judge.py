@@ -23,7 +23,7 @@ from typing import Any
 from shieldbench.errors import DefenseError, SpecError
 from shieldbench.judges._protocol import JudgeContext, Judgement
 from shieldbench.spec import Spec
-from shieldbench.targets._openai import ChatTarget, build_chat_target
+from shieldbench.targets import ChatTarget, build_chat_target
 from shieldbench.types import Sample
 
 __all__ = ["JUDGE_PROMPT", "LLMJudge", "build_llm_judge", "parse_rubric"]

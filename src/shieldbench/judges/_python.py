@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from shieldbench.defenses.adapters._python_spec import _factory_kwargs, _resolve
+from shieldbench.defenses import factory_kwargs, resolve_attribute
 from shieldbench.errors import DefenseError, SpecError
 from shieldbench.judges._protocol import Judge, JudgeContext, Judgement
 from shieldbench.spec import Spec
@@ -38,7 +38,7 @@ class FunctionJudge:
 
 def build_python_judge(spec: Spec) -> Judge:
     where = spec.require_arg("MODULE:ATTRIBUTE")
-    obj, attr = _resolve(where, spec.text)
+    obj, attr = resolve_attribute(where, spec.text)
     name = spec.kwargs.get("name") or f"python:{where}"
     options = {k: v for k, v in spec.kwargs.items() if k != "name"}
     if callable(getattr(obj, "judge", None)) and not inspect.isclass(obj):
@@ -46,7 +46,7 @@ def build_python_judge(spec: Spec) -> Judge:
     if not callable(obj):
         raise SpecError(f"{spec.text!r}: {attr} is neither a judge nor callable")
     if inspect.isclass(obj) or options:
-        made = obj(**_factory_kwargs(obj, options, spec.text))
+        made = obj(**factory_kwargs(obj, options, spec.text))
         if callable(getattr(made, "judge", None)):
             return made  # type: ignore[no-any-return]
         if not callable(made):

@@ -114,7 +114,7 @@ class RefusalJudge:
     def _embedder(self) -> tuple[Any, Any, Any]:
         with self._lock:
             if self._bank is None:
-                from shieldbench.defenses.models._embedding import minilm_embedder
+                from shieldbench.defenses import minilm_embedder
 
                 emb = minilm_embedder(cache_size=2_000)
                 self._bank = (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shieldbench.defenses._protocol import Defense
+from shieldbench.defenses import Defense
 from shieldbench.errors import ConfigError
 from shieldbench.types import Verdict
 

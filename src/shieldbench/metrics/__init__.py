@@ -33,6 +33,7 @@ from shieldbench.metrics._breakdown import (
     breakdown,
     coverage,
 )
+from shieldbench.metrics._columnar import columnar, latencies
 from shieldbench.metrics._compare import (
     Comparison,
     ComparisonSettings,
@@ -105,6 +106,7 @@ from shieldbench.metrics._operations import (
 )
 from shieldbench.metrics._paired import (
     EXACT_BELOW,
+    Correction,
     McNemarResult,
     NonInferiority,
     PairedDifference,
@@ -121,6 +123,7 @@ from shieldbench.metrics._pairing import (
     PairedMetric,
     compare_groups,
     paired_tables,
+    shared_policy,
 )
 from shieldbench.metrics._planning import required_sample_size, wilson_half_width
 from shieldbench.metrics._precision import average_precision
@@ -158,6 +161,7 @@ __all__ = [
     "ComparisonSettings",
     "Confusion",
     "CorrectedRate",
+    "Correction",
     "Coverage",
     "DetectionRates",
     "Dimension",
@@ -202,6 +206,7 @@ __all__ = [
     "bootstrap_interval",
     "breakdown",
     "calibrate_threshold",
+    "columnar",
     "compare_auc",
     "compare_end_to_end",
     "compare_groups",
@@ -218,6 +223,7 @@ __all__ = [
     "fpr_at_tpr",
     "has_end_to_end",
     "has_scores",
+    "latencies",
     "latency_stats",
     "mcnemar_test",
     "missing_bound_reason",
@@ -238,6 +244,7 @@ __all__ = [
     "score_arrays",
     "score_summary",
     "security_utility_tradeoff",
+    "shared_policy",
     "summarize",
     "tango_interval",
     "threshold_sweep",

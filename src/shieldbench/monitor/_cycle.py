@@ -151,7 +151,7 @@ class Monitor:
 
     def cycle(self) -> CycleReport:
         """Run, store and compare every (defense, suite); alert on what got worse."""
-        from shieldbench.defenses import build_defense
+        from shieldbench.defenses import build_defense, close_every
 
         started = datetime.now(UTC)
         runs: list[str] = []
@@ -182,9 +182,7 @@ class Monitor:
                                         sent = self._send(alert)
                                         (fired if sent else suppressed).append(alert)
                 finally:
-                    close = getattr(defense, "close", None)
-                    if callable(close):
-                        close()
+                    close_every([defense])
         finally:
             if self.close_end_to_end is not None:
                 self.close_end_to_end(plan)

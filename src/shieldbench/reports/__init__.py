@@ -33,6 +33,8 @@ Example:
 from __future__ import annotations
 
 from shieldbench.reports._build import build_report
+from shieldbench.reports._charts import percent_formatter, render_svg
+from shieldbench.reports._format import rate_text
 from shieldbench.reports._html import render_html
 from shieldbench.reports._json import render_json, report_schema
 from shieldbench.reports._markdown import render_markdown
@@ -74,9 +76,12 @@ __all__ = [
     "TradeoffPlane",
     "WorstCase",
     "build_report",
+    "percent_formatter",
+    "rate_text",
     "render_html",
     "render_json",
     "render_markdown",
+    "render_svg",
     "report_schema",
     "write_reports",
 ]

@@ -36,17 +36,18 @@ from shieldbench.metrics import (
     PrecisionRecallCurve,
     RocCurve,
     RunSummary,
+    columnar,
     compare_pairs_by_group,
     compare_runs,
     effective_blocked,
     has_scores,
+    latencies,
     precision_recall_curve,
     roc_curve,
     score_arrays,
     security_utility_tradeoff,
     summarize,
 )
-from shieldbench.metrics._columnar import columnar, latencies
 from shieldbench.reports._attack_view import AttackLike, attack_view
 from shieldbench.reports._e2e_view import end_to_end_view
 from shieldbench.reports._examples import worst_case

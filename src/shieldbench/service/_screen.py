@@ -17,31 +17,36 @@
 - identical texts (by SHA-256) inside ``window_s`` are screened once, and a duplicate
   that arrives while the first is still in flight awaits the first's answer instead
   of calling the defense again. Errors are not cached.
+
+The time limit, the verdict cache and the in-flight sharing are the one guarded-call
+mechanism of :mod:`shieldbench.defenses` (:func:`~shieldbench.defenses.await_with_timeout`,
+:class:`~shieldbench.defenses.TtlCache`, :class:`~shieldbench.defenses.AsyncSingleFlight`),
+which the engine and the ``fail_closed`` / ``dedup`` wrappers use too.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from shieldbench.defenses import Defense, defense_version
+from shieldbench.defenses import (
+    AsyncSingleFlight,
+    Defense,
+    TtlCache,
+    await_with_timeout,
+    defense_version,
+    text_hash,
+)
 from shieldbench.types import Verdict
 
 __all__ = ["Screen", "ScreenResult", "text_hash"]
 
 _log = logging.getLogger("shieldbench.service")
-
-
-def text_hash(text: str) -> str:
-    """SHA-256 of the UTF-8 text, hex."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +79,8 @@ class Screen:
         self.timeout_s = timeout_s
         self.window_s = window_s
         self._executor = executor
-        self._max_entries = max_entries
-        self._clock = clock
-        self._recent: OrderedDict[str, tuple[float, Verdict]] = OrderedDict()
-        self._inflight: dict[str, asyncio.Future[ScreenResult]] = {}
+        self._recent: TtlCache[Verdict] = TtlCache(window_s, max_entries, clock=clock)
+        self._inflight: AsyncSingleFlight[str] = AsyncSingleFlight()
         self.calls = 0
         self._acheck: Callable[[str], Any] | None = getattr(defense, "acheck", None)
         self.inline = self._acheck is None and getattr(defense, "event_loop_safe", False) is True
@@ -119,11 +122,11 @@ class Screen:
     async def _call(self, text: str) -> Verdict:
         self.calls += 1
         if self._acheck is not None:
-            verdict = await asyncio.wait_for(self._acheck(text), self.timeout_s)
+            verdict = await await_with_timeout(self._acheck(text), self.timeout_s)
         else:
             loop = asyncio.get_running_loop()
             call = loop.run_in_executor(self._executor, self.defense.check, text)
-            verdict = await asyncio.wait_for(call, self.timeout_s)
+            verdict = await await_with_timeout(call, self.timeout_s)
         return self._checked(verdict)
 
     def _checked(self, verdict: Any) -> Verdict:
@@ -146,9 +149,7 @@ class Screen:
         return result
 
     def _remember(self, key: str, verdict: Verdict) -> None:
-        self._recent[key] = (self._clock(), verdict)
-        if len(self._recent) > self._max_entries:
-            self._recent.popitem(last=False)
+        self._recent.put(key, verdict)
 
     async def _screen_once(self, text: str) -> ScreenResult:
         start = time.perf_counter()
@@ -164,12 +165,7 @@ class Screen:
 
     def _cached(self, key: str) -> Verdict | None:
         entry = self._recent.get(key)
-        if entry is None:
-            return None
-        if self._clock() - entry[0] >= self.window_s:
-            del self._recent[key]
-            return None
-        return entry[1]
+        return None if entry is None else entry[0]
 
     def screen_now(self, text: str, *, key: str | None = None) -> ScreenResult | None:
         """:meth:`screen` without a coroutine, when nothing needs waiting for: a cached
@@ -189,20 +185,13 @@ class Screen:
         now = self.screen_now(text, key=key)
         if now is not None:
             return now
-        pending = self._inflight.get(key)
-        if pending is not None:
-            first = await asyncio.shield(pending)
-            return ScreenResult(first.verdict, first.error, "hit", first.defense_ms)
-        future: asyncio.Future[ScreenResult] = asyncio.get_running_loop().create_future()
-        self._inflight[key] = future
-        try:
-            result = await self._screen_once(text)
-        except BaseException:  # cancelled: waiters must not hang
-            future.cancel()
-            raise
-        finally:
-            del self._inflight[key]
-        future.set_result(result)
+        result, shared = await self._inflight.run(key, lambda: self._screen_fresh(text, key))
+        if shared:
+            return ScreenResult(result.verdict, result.error, "hit", result.defense_ms)
+        return result
+
+    async def _screen_fresh(self, text: str, key: str) -> ScreenResult:
+        result = await self._screen_once(text)
         if result.verdict is not None:
             self._remember(key, result.verdict)
         return result

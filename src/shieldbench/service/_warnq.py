@@ -30,14 +30,13 @@ import asyncio
 import logging
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
-from shieldbench.defenses import Defense, defense_version
-from shieldbench.service._screen import text_hash
+from shieldbench.defenses import Defense, TtlCache, defense_version, text_hash
 from shieldbench.types import Verdict
 
 __all__ = ["WarnOutcome", "WarnQueue"]
@@ -95,7 +94,7 @@ class WarnQueue:
         self.checked = 0  # texts that reached the defense (after de-duplication)
         self._on_results = on_results
         self._queue: deque[tuple[str, str]] = deque()
-        self._recent: OrderedDict[str, tuple[float, Verdict]] = OrderedDict()
+        self._recent: TtlCache[Verdict] = TtlCache(window_s, 50_000)
         self._lock = threading.Lock()
         self._wake = threading.Event()  # set only to stop: offers never signal
         self._stopping = False
@@ -198,27 +197,21 @@ class WarnQueue:
         """Check a batch: cached verdicts, then each distinct text once."""
         self.batches += 1
         keys = [text_hash(text) for _, text in batch]
-        now = time.monotonic()
         known: dict[str, _Result] = {}
         todo: dict[str, str] = {}
-        with self._lock:
-            for key, (_, text) in zip(keys, batch, strict=True):
-                entry = self._recent.get(key)
-                if entry is not None and now - entry[0] < self.window_s:
-                    known[key] = (entry[1], None, 0.0, True)
-                elif key not in known:
-                    todo[key] = text
+        for key, (_, text) in zip(keys, batch, strict=True):
+            entry = self._recent.get(key)
+            if entry is not None:
+                known[key] = (entry[0], None, 0.0, True)
+            elif key not in known:
+                todo[key] = text
         if todo:
             self.checked += len(todo)
             fresh = self._call(list(todo.values()))
             known.update(zip(todo, fresh, strict=True))
-            with self._lock:
-                for key, (verdict, _, _, _) in zip(todo, fresh, strict=True):
-                    if verdict is not None:
-                        self._recent[key] = (time.monotonic(), verdict)
-                        self._recent.move_to_end(key)
-                while len(self._recent) > 50_000:
-                    self._recent.popitem(last=False)
+            for key, (verdict, _, _, _) in zip(todo, fresh, strict=True):
+                if verdict is not None:
+                    self._recent.put(key, verdict)
         return [
             WarnOutcome(decision_id, *known[key])
             for (decision_id, _), key in zip(batch, keys, strict=True)

@@ -24,7 +24,7 @@ Example:
 from __future__ import annotations
 
 from shieldbench.targets._builtin import targets
-from shieldbench.targets._openai import ChatTarget
+from shieldbench.targets._openai import ChatTarget, build_chat_target
 from shieldbench.targets._protocol import (
     DEFAULT_SYSTEM_PROMPT,
     SCREEN_MODES,
@@ -46,6 +46,7 @@ __all__ = [
     "Message",
     "ScreenMode",
     "Target",
+    "build_chat_target",
     "build_target",
     "conversation",
     "new_canary",

@@ -25,19 +25,13 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from shieldbench.defenses.remote._clients import ClientPool
-from shieldbench.defenses.remote._llm import net_options, resolve_endpoint
-from shieldbench.defenses.remote._net import (
+from shieldbench.defenses.remote import (
     DEFAULT_NET,
-    JSON_HEADERS,
     NetOptions,
-    RateLimiter,
     Reply,
-    Secret,
-    env_secret,
+    chat_client,
+    chat_endpoint,
     json_bytes,
-    send_async,
-    send_sync,
 )
 from shieldbench.errors import DefenseError, SpecError
 from shieldbench.spec import Spec
@@ -141,16 +135,10 @@ class ChatTarget:
         self.stream = stream
         self.options = options
         self.name = name or f"openai:{model}"
-        self._url = f"{self.base_url}/chat/completions"
-        headers = dict(JSON_HEADERS)
-        self._secrets: tuple[Secret, ...] = ()
-        if api_key_env is not None:
-            key = env_secret(api_key_env, what=f"target {model}")
-            headers["Authorization"] = f"Bearer {key.reveal()}"
-            self._secrets = (key,)
-        self._pool = ClientPool(timeout_s=options.timeout_s, headers=headers)
-        self._limiter = RateLimiter(options.rpm)
-        self._what = f"target {model} at {self.base_url}"
+        self._client = chat_client(
+            model, base_url=self.base_url, api_key_env=api_key_env, options=options, role="target"
+        )
+        self._what = self._client.what
 
     def __repr__(self) -> str:
         return f"ChatTarget(model={self.model!r}, base_url={self.base_url!r})"
@@ -179,13 +167,7 @@ class ChatTarget:
 
     def generate(self, messages: Sequence[Message]) -> str:
         body = self._body(messages)
-        reply = send_sync(
-            lambda: self._pool.send("POST", self._url, content=body),
-            what=self._what,
-            options=self.options,
-            limiter=self._limiter,
-            secrets=self._secrets,
-        )
+        reply = self._client.post(body)
         return chat_content(reply, what=self._what, stream=self.stream)
 
     def generate_with_usage(self, messages: Sequence[Message]) -> tuple[str, dict[str, int]]:
@@ -195,38 +177,24 @@ class ChatTarget:
         :mod:`shieldbench.attacks`); a streamed answer reports none.
         """
         body = self._body(messages)
-        reply = send_sync(
-            lambda: self._pool.send("POST", self._url, content=body),
-            what=self._what,
-            options=self.options,
-            limiter=self._limiter,
-            secrets=self._secrets,
-        )
+        reply = self._client.post(body)
         text = chat_content(reply, what=self._what, stream=self.stream)
         return text, {} if self.stream else _usage(reply)
 
     async def agenerate(self, messages: Sequence[Message]) -> str:
         body = self._body(messages)
-        reply = await send_async(
-            lambda: self._pool.asend("POST", self._url, content=body),
-            what=self._what,
-            options=self.options,
-            limiter=self._limiter,
-            secrets=self._secrets,
-        )
+        reply = await self._client.apost(body)
         return chat_content(reply, what=self._what, stream=self.stream)
 
     def close(self) -> None:
-        self._pool.close()
+        self._client.close()
 
 
 def build_chat_target(spec: Spec, provider: str | None) -> ChatTarget:
     """A :class:`ChatTarget` from an ``openai:`` / ``llm:`` spec (see the module docstring)."""
     spec.check_options(_OPTIONS)
     where = spec.require_arg("MODEL@BASE_URL")
-    model, base_url, default_env = resolve_endpoint(
-        where, provider=provider, base_url=spec.str_option("base_url")
-    )
+    end = chat_endpoint(spec, where, provider=provider, timeout_default=60.0)
     temperature = spec.float_option("temperature", 0.0)
     max_tokens = spec.int_option("max_tokens")
     if temperature is None or not 0.0 <= temperature <= 2.0:
@@ -234,10 +202,10 @@ def build_chat_target(spec: Spec, provider: str | None) -> ChatTarget:
     if max_tokens is not None and max_tokens < 1:
         raise SpecError(f"{spec.text!r}: max_tokens must be >= 1")
     return ChatTarget(
-        model,
-        base_url=base_url,
-        api_key_env=spec.str_option("api_key_env") or default_env,
-        options=net_options(spec, timeout_default=60.0),
+        end.model,
+        base_url=end.base_url,
+        api_key_env=end.api_key_env,
+        options=end.options,
         temperature=temperature,
         max_tokens=max_tokens,
         stream=spec.bool_option("stream", False),

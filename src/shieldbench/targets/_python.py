@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from shieldbench.defenses.adapters._python_spec import _factory_kwargs, _resolve
+from shieldbench.defenses import factory_kwargs, resolve_attribute
 from shieldbench.errors import DefenseError, SpecError
 from shieldbench.spec import Spec
 from shieldbench.targets._protocol import Message, Target
@@ -47,7 +47,7 @@ def _takes_one_argument(obj: Any) -> bool:
 
 def build_python_target(spec: Spec) -> Target:
     where = spec.require_arg("MODULE:ATTRIBUTE")
-    obj, attr = _resolve(where, spec.text)
+    obj, attr = resolve_attribute(where, spec.text)
     name = spec.kwargs.get("name") or f"python:{where}"
     options = {k: v for k, v in spec.kwargs.items() if k != "name"}
     if callable(getattr(obj, "generate", None)) and not inspect.isclass(obj):
@@ -58,7 +58,7 @@ def build_python_target(spec: Spec) -> Target:
         raise SpecError(f"{spec.text!r}: {attr} is neither a target nor callable")
     if not inspect.isclass(obj) and _takes_one_argument(obj) and not options:
         return FunctionTarget(obj, name=name)
-    made = obj(**_factory_kwargs(obj, options, spec.text))
+    made = obj(**factory_kwargs(obj, options, spec.text))
     if callable(getattr(made, "generate", None)):
         return made  # type: ignore[no-any-return]
     if callable(made):

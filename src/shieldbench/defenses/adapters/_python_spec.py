@@ -59,7 +59,13 @@ from shieldbench.registry import defenses
 from shieldbench.spec import Spec
 from shieldbench.types import Verdict
 
-__all__ = ["CallableDefense", "build_python_defense", "convert_option"]
+__all__ = [
+    "CallableDefense",
+    "build_python_defense",
+    "convert_option",
+    "factory_kwargs",
+    "resolve_attribute",
+]
 
 CheckFunction = Callable[[str], object]
 _TRUE = {"1", "true", "yes", "on"}
@@ -177,7 +183,13 @@ def _import(module_name: str, spec_text: str) -> types.ModuleType:
         ) from exc
 
 
-def _resolve(target: str, spec_text: str) -> tuple[Any, str]:
+def resolve_attribute(target: str, spec_text: str) -> tuple[Any, str]:
+    """``MODULE:ATTRIBUTE`` imported and looked up: ``(object, attribute path)``.
+
+    Errors are :class:`~shieldbench.errors.SpecError` naming ``spec_text`` (and close
+    matches for a misspelt attribute). The ``python:`` judges and targets resolve
+    their specs with it too.
+    """
     module_name, sep, attr_path = target.partition(":")
     if not sep or not module_name.strip() or not attr_path.strip():
         raise SpecError(
@@ -215,7 +227,9 @@ def _is_check_function(obj: Any) -> bool:
     return False
 
 
-def _factory_kwargs(factory: Any, options: Mapping[str, str], spec_text: str) -> dict[str, Any]:
+def factory_kwargs(factory: Any, options: Mapping[str, str], spec_text: str) -> dict[str, Any]:
+    """The spec's text ``options`` converted for ``factory``'s parameters (see the
+    module docstring); unknown options are a :class:`~shieldbench.errors.SpecError`."""
     try:
         signature = inspect.signature(factory)
     except (TypeError, ValueError):
@@ -270,7 +284,7 @@ def build_python_defense(spec: Spec) -> Defense:
     target = spec.require_arg("MODULE:ATTRIBUTE")
     if len(spec.args) > 1:
         raise SpecError(f"{spec.text!r}: pass options as key=value after MODULE:ATTRIBUTE")
-    obj, attr_path = _resolve(target, spec.text)
+    obj, attr_path = resolve_attribute(target, spec.text)
     default_name = attr_path.rsplit(".", 1)[-1]
     if isinstance(obj, Defense) and not inspect.isclass(obj):
         if spec.kwargs:
@@ -284,7 +298,7 @@ def build_python_defense(spec: Spec) -> Defense:
         )
     if _is_check_function(obj):
         return _wrap_check(obj, spec.kwargs, default_name, spec.text)
-    kwargs = _factory_kwargs(obj, spec.kwargs, spec.text)
+    kwargs = factory_kwargs(obj, spec.kwargs, spec.text)
     try:
         built = obj(**kwargs)
     except Exception as exc:

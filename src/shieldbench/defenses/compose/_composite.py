@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from shieldbench.defenses._build import build_defense
+from shieldbench.defenses._closing import close_every
 from shieldbench.defenses._protocol import Defense, defense_version, uncached
 from shieldbench.errors import DefenseError, SpecError
 from shieldbench.spec import Spec
@@ -179,18 +180,8 @@ def build_with(children: Sequence[Defense], make: Callable[[], T]) -> T:
 
 
 def close_all(children: Iterable[object]) -> None:
-    """Call ``close()`` on every child that has one; re-raise the first failure at the end."""
-    first: BaseException | None = None
-    for child in children:
-        close = getattr(child, "close", None)
-        if close is None:
-            continue
-        try:
-            close()
-        except Exception as exc:
-            first = first or exc
-    if first is not None:
-        raise first
+    """Call ``close()`` on every child that has one (:func:`~shieldbench.defenses.close_every`)."""
+    close_every(children)
 
 
 class Composite:

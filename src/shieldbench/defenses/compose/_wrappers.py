@@ -20,7 +20,12 @@
     the SHA-256 of the text for ``window`` seconds (at most ``max_entries``, least
     recently used evicted). ``details["dedup"]`` is ``"hit"`` (with ``dedup_age_s``)
     or ``"miss"``; ``hits`` / ``misses`` count them. Failures are not cached.
-    Concurrent first calls for the same text may both reach the inner defense.
+    Concurrent ``check`` calls for the same text reach the inner defense once: the
+    others wait for the first and share its verdict (a hit, ``dedup_age_s=0``) or
+    its error. (``acheck`` callers on one event loop may each call once.)
+
+Both are built from :mod:`shieldbench.defenses._guarded`, the one guarded-call
+mechanism the engine and the service use too.
 
 Example:
     >>> from shieldbench.types import Verdict
@@ -34,15 +39,20 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import hashlib
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from typing import Literal, TypeVar
+from typing import Literal
 
+from shieldbench.defenses._guarded import (
+    SingleFlight,
+    TtlCache,
+    await_with_timeout,
+    call_with_timeout,
+    fail_verdict,
+    text_hash,
+)
 from shieldbench.defenses._protocol import Defense
 from shieldbench.defenses.compose._composite import (
     Composite,
@@ -61,31 +71,6 @@ from shieldbench.spec import Spec
 from shieldbench.types import Verdict
 
 __all__ = ["Dedup", "FailSafe"]
-
-A = TypeVar("A")
-R = TypeVar("R")
-
-
-def _run_with_timeout(fn: Callable[[A], R], arg: A, timeout_s: float) -> R:
-    """``fn(arg)`` in a daemon thread; :class:`TimeoutError` if it is not done in time."""
-    box: list[tuple[bool, object]] = []
-
-    def target() -> None:
-        try:
-            box.append((True, fn(arg)))
-        except BaseException as exc:
-            box.append((False, exc))
-
-    thread = threading.Thread(target=target, name="shieldbench-fail-safe", daemon=True)
-    thread.start()
-    thread.join(timeout_s)
-    if not box:
-        raise TimeoutError(f"no answer within {timeout_s:g} s")
-    ok, value = box[0]
-    if not ok:
-        assert isinstance(value, BaseException)
-        raise value
-    return value  # type: ignore[return-value]
 
 
 class FailSafe(Composite):
@@ -109,15 +94,8 @@ class FailSafe(Composite):
         super().__init__(f"fail_{mode}", [inner], options=options)
 
     def fallback(self, exc: BaseException) -> Verdict:
-        """The verdict given instead of an error or a timeout."""
-        kind = "timeout" if isinstance(exc, TimeoutError) else "error"
-        return Verdict(
-            blocked=self.mode == "closed",
-            score=None,
-            label="ERROR",
-            reasons=(f"fail_{self.mode}:{kind}",),
-            details={"fail_mode": self.mode, "error": f"{type(exc).__name__}: {exc}"},
-        )
+        """The verdict given instead of an error or a timeout (:func:`fail_verdict`)."""
+        return fail_verdict(self.mode, exc)
 
     def _check_inner(self, text: str) -> Verdict:
         return checked(self.inner.check(text), self.inner)
@@ -126,7 +104,7 @@ class FailSafe(Composite):
         try:
             if self.timeout_s is None:
                 return self._check_inner(text)
-            return _run_with_timeout(self._check_inner, text, self.timeout_s)
+            return call_with_timeout(self._check_inner, text, self.timeout_s)
         except Exception as exc:
             return self.fallback(exc)
 
@@ -137,7 +115,7 @@ class FailSafe(Composite):
         try:
             if self.timeout_s is None:
                 return batch(texts)
-            return _run_with_timeout(batch, texts, self.timeout_s * max(1, len(texts)))
+            return call_with_timeout(batch, texts, self.timeout_s * max(1, len(texts)))
         except TimeoutError as exc:
             return [self.fallback(exc) for _ in texts]
         except Exception:
@@ -145,7 +123,7 @@ class FailSafe(Composite):
 
     async def _acheck(self, text: str) -> Verdict:
         try:
-            return await asyncio.wait_for(call_async(self.inner, text), self.timeout_s)
+            return await await_with_timeout(call_async(self.inner, text), self.timeout_s)
         except Exception as exc:
             return self.fallback(exc)
 
@@ -168,9 +146,9 @@ class Dedup(Composite):
         self.inner = inner
         self.window_s = window_s
         self.max_entries = max_entries
-        self._clock = clock
-        self._cache: OrderedDict[str, tuple[float, Verdict]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._cache: TtlCache[Verdict] = TtlCache(window_s, max_entries, clock=clock)
+        self._flight: SingleFlight[str] = SingleFlight()
+        self._lock = threading.Lock()  # guards the counters
         self.hits = 0
         self.misses = 0
         self._bypass = 0  # open uncached() contexts: no lookup, no store
@@ -190,34 +168,21 @@ class Dedup(Composite):
 
     @staticmethod
     def _key(text: str) -> str:
-        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        return text_hash(text)
 
     def _lookup(self, key: str) -> Verdict | None:
-        now = self._clock()
+        entry = None if self._bypass else self._cache.get(key)
         with self._lock:
-            entry = None if self._bypass else self._cache.get(key)
             if entry is None:
                 self.misses += 1
                 return None
-            stored_at, verdict = entry
-            age = now - stored_at
-            if age >= self.window_s:
-                del self._cache[key]
-                self.misses += 1
-                return None
-            self._cache.move_to_end(key)
             self.hits += 1
+        verdict, age = entry
         return merge_details(verdict, dedup="hit", dedup_age_s=round(age, 6))
 
     def _store(self, key: str, verdict: Verdict) -> Verdict:
-        now = self._clock()
-        with self._lock:
-            if self._bypass:
-                return merge_details(verdict, dedup="miss")
-            self._cache[key] = (now, verdict)
-            self._cache.move_to_end(key)
-            while len(self._cache) > self.max_entries:
-                self._cache.popitem(last=False)
+        if not self._bypass:
+            self._cache.put(key, verdict)
         return merge_details(verdict, dedup="miss")
 
     def check(self, text: str) -> Verdict:
@@ -225,7 +190,19 @@ class Dedup(Composite):
         hit = self._lookup(key)
         if hit is not None:
             return hit
-        return self._store(key, checked(self.inner.check(text), self.inner))
+        if self._bypass:
+            return self._store(key, checked(self.inner.check(text), self.inner))
+
+        def fresh() -> Verdict:
+            return self._store(key, checked(self.inner.check(text), self.inner))
+
+        verdict, shared = self._flight.run(key, fresh)
+        if not shared:
+            return verdict
+        with self._lock:  # another caller's call answered: a hit after all
+            self.hits += 1
+            self.misses -= 1
+        return merge_details(verdict, dedup="hit", dedup_age_s=0.0)
 
     def _check_batch(self, texts: Sequence[str]) -> list[Verdict]:
         keys = [self._key(t) for t in texts]
@@ -255,8 +232,7 @@ class Dedup(Composite):
 
     def clear(self) -> None:
         """Forget every cached verdict."""
-        with self._lock:
-            self._cache.clear()
+        self._cache.clear()
 
 
 def _one_child(spec: Spec, usage: str) -> Defense:

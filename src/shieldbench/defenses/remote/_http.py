@@ -51,8 +51,8 @@ from json.encoder import encode_basestring
 from urllib.parse import urlencode, urlsplit
 
 from shieldbench._redact import check_header_value
+from shieldbench.defenses.remote._chat import net_options
 from shieldbench.defenses.remote._clients import ClientPool
-from shieldbench.defenses.remote._llm import net_options
 from shieldbench.defenses.remote._net import (
     DEFAULT_NET,
     JSON_HEADERS,

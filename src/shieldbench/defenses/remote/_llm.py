@@ -31,12 +31,15 @@ Example (against a real server, so not run here)::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any
 
-from shieldbench._redact import check_header_value
-from shieldbench.defenses.remote._clients import ClientPool
+from shieldbench.defenses.remote._chat import (
+    PROVIDERS,
+    chat_client,
+    chat_endpoint,
+    net_options,
+    resolve_endpoint,
+)
 from shieldbench.defenses.remote._llm_parse import (
     ATTACK_LABELS,
     PROMPT_VERSION,
@@ -46,72 +49,16 @@ from shieldbench.defenses.remote._llm_parse import (
 )
 from shieldbench.defenses.remote._net import (
     DEFAULT_NET,
-    JSON_HEADERS,
     NetOptions,
-    RateLimiter,
     Reply,
-    Secret,
-    env_secret,
     json_bytes,
-    send_async,
-    send_sync,
 )
 from shieldbench.errors import DefenseError, SpecError
 from shieldbench.registry import defenses
 from shieldbench.spec import Spec
 from shieldbench.types import Verdict
 
-__all__ = ["PROVIDERS", "LLMDefense", "resolve_endpoint"]
-
-#: provider prefix -> (default base URL, environment variable of its API key or None)
-PROVIDERS: Mapping[str, tuple[str, str | None]] = MappingProxyType(
-    {
-        "ollama": ("http://localhost:11434/v1", None),
-        "vllm": ("http://localhost:8000/v1", None),
-        "litellm": ("http://localhost:4000/v1", None),
-        "lmstudio": ("http://localhost:1234/v1", None),
-        "llamacpp": ("http://localhost:8080/v1", None),
-        "openai": ("https://api.openai.com/v1", "OPENAI_API_KEY"),
-    }
-)
-
-
-def resolve_endpoint(
-    target: str, *, provider: str | None = None, base_url: str | None = None
-) -> tuple[str, str, str | None]:
-    """``(model, base_url, default key variable)`` of ``PROVIDER/MODEL``, ``MODEL@URL``, ``MODEL``.
-
-    >>> resolve_endpoint("ollama/phi3.5")
-    ('phi3.5', 'http://localhost:11434/v1', None)
-    >>> resolve_endpoint("gpt-4o-mini", provider="openai")
-    ('gpt-4o-mini', 'https://api.openai.com/v1', 'OPENAI_API_KEY')
-    >>> resolve_endpoint("qwen@http://127.0.0.1:8000/v1/", provider="openai")
-    ('qwen', 'http://127.0.0.1:8000/v1', None)
-    """
-    model, key_env = target.strip(), None
-    if "@" in model:
-        model, url = (part.strip() for part in model.split("@", 1))
-        if base_url is not None and base_url != url:
-            raise SpecError(f"{target!r}: give the base URL once (MODEL@URL or base_url=)")
-        base_url = url
-    elif "/" in model and model.split("/", 1)[0].lower() in PROVIDERS:
-        provider, model = model.split("/", 1)
-        provider = provider.lower()
-    if base_url is None:
-        if provider is None:
-            raise SpecError(
-                f"{target!r}: say where the model is served: a provider prefix"
-                f" ({', '.join(PROVIDERS)}), e.g. 'llm:ollama/{model}', or 'llm:{model}@URL'"
-                " or llm(MODEL, base_url=URL)"
-            )
-        base_url, key_env = PROVIDERS[provider]
-    if not model:
-        raise SpecError(f"{target!r}: the model name is empty")
-    if not base_url.startswith(("http://", "https://")):
-        raise SpecError(f"{target!r}: base URL {base_url!r} must start with http:// or https://")
-    if "@" in base_url.split("//", 1)[1].split("/", 1)[0]:
-        raise SpecError(f"{target!r}: no credentials in the URL; use api_key_env=VARIABLE")
-    return model, base_url.rstrip("/"), key_env
+__all__ = ["PROVIDERS", "LLMDefense", "net_options", "resolve_endpoint"]
 
 
 class LLMDefense:
@@ -142,18 +89,10 @@ class LLMDefense:
         self.max_tokens = max_tokens
         self.name = name or f"llm:{model}"
         self.version = f"{model}+prompt.{PROMPT_VERSION}"
-        self._url = f"{self.base_url}/chat/completions"
-        self._key: Secret | None = None
-        headers = dict(JSON_HEADERS)
-        if api_key_env is not None:
-            self._key = env_secret(api_key_env, what=f"llm {model}")
-            source = f"environment variable {api_key_env}"
-            check_header_value("Authorization", f"Bearer {self._key.reveal()}", source=source)
-            headers["Authorization"] = f"Bearer {self._key.reveal()}"
-        self._secrets = () if self._key is None else (self._key,)
-        self._pool = ClientPool(timeout_s=options.timeout_s, headers=headers)
-        self._limiter = RateLimiter(options.rpm)
-        self._what = f"llm {model} at {self.base_url}"
+        self._client = chat_client(
+            model, base_url=self.base_url, api_key_env=api_key_env, options=options, role="llm"
+        )
+        self._what = self._client.what
 
     def __repr__(self) -> str:
         return (
@@ -205,30 +144,14 @@ class LLMDefense:
         )
 
     def check(self, text: str) -> Verdict:
-        body = json_bytes(self._body(text))
-        response = send_sync(
-            lambda: self._pool.send("POST", self._url, content=body),
-            what=self._what,
-            options=self.options,
-            limiter=self._limiter,
-            secrets=self._secrets,
-        )
-        return self._verdict(response)
+        return self._verdict(self._client.post(json_bytes(self._body(text))))
 
     async def acheck(self, text: str) -> Verdict:
-        body = json_bytes(self._body(text))
-        response = await send_async(
-            lambda: self._pool.asend("POST", self._url, content=body),
-            what=self._what,
-            options=self.options,
-            limiter=self._limiter,
-            secrets=self._secrets,
-        )
-        return self._verdict(response)
+        return self._verdict(await self._client.apost(json_bytes(self._body(text))))
 
     def close(self) -> None:
         """Close the HTTP clients (the sync one and each event loop's session)."""
-        self._pool.close()
+        self._client.close()
 
 
 _OPTIONS = frozenset(
@@ -236,35 +159,16 @@ _OPTIONS = frozenset(
 )
 
 
-def net_options(spec: Spec, *, timeout_default: float = 30.0) -> NetOptions:
-    """:class:`NetOptions` from a spec's ``timeout``, ``retries``, ``backoff`` and ``rpm``."""
-    timeout = spec.float_option("timeout", timeout_default)
-    retries = spec.int_option("retries", 0)
-    backoff = spec.float_option("backoff", 0.5)
-    rpm = spec.float_option("rpm")
-    try:
-        return NetOptions(
-            timeout_s=timeout_default if timeout is None else timeout,
-            retries=0 if retries is None else retries,
-            backoff_s=0.5 if backoff is None else backoff,
-            rpm=rpm,
-        )
-    except Exception as exc:
-        raise SpecError(f"{spec.text!r}: {exc}") from None
-
-
 def _build(spec: Spec, provider: str | None) -> LLMDefense:
     spec.check_options(_OPTIONS)
     target = spec.require_arg("MODEL")
-    model, base_url, default_env = resolve_endpoint(
-        target, provider=provider, base_url=spec.str_option("base_url")
-    )
+    end = chat_endpoint(spec, target, provider=provider)
     max_tokens = spec.int_option("max_tokens")
     return LLMDefense(
-        model,
-        base_url=base_url,
-        api_key_env=spec.str_option("api_key_env") or default_env,
-        options=net_options(spec),
+        end.model,
+        base_url=end.base_url,
+        api_key_env=end.api_key_env,
+        options=end.options,
         logprobs=spec.bool_option("logprobs", True),
         max_tokens=max_tokens,
         name=f"{spec.name}:{target.split('@', 1)[0]}",
