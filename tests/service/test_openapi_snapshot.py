@@ -43,7 +43,9 @@ def test_the_openapi_document_is_the_snapshot() -> None:
         assert actual == expected  # the order or the top-level fields changed
 
 
-@pytest.mark.parametrize("config", [{"max_body_bytes": 4096}, {"mode": "monitor"}, {"api_keys": (b"k",)}])
+@pytest.mark.parametrize(
+    "config", [{"max_body_bytes": 4096}, {"mode": "monitor"}, {"api_keys": (b"k",)}]
+)
 def test_the_document_does_not_depend_on_the_configuration(config: dict[str, Any]) -> None:
     """One document for every deployment: a client generated from it fits any server."""
     assert _document(**config) == SNAPSHOT.read_text(encoding="utf-8")
