@@ -186,8 +186,18 @@ def _cpu_per_request(run: Callable[[], object], n: int) -> tuple[object, dict[st
     return result, dict(zip(("workers", "postgres", "client"), spent, strict=True))
 
 
+def _per_worker(url: str) -> dict[str, int]:
+    """Decisions per worker (audit chain) in the store, as ``/v1/stats`` counts them."""
+    import httpx
+
+    time.sleep(0.5)  # the writers move their journals every 20 ms
+    stats = httpx.get(f"{url}/v1/stats", params={"window": "1h"}, timeout=30).json()
+    return dict(stats["store"]["replicas"])
+
+
 def _measure(url: str, n: int) -> dict[str, list[float] | float]:
     bodies = [{"text": f"benchmark message number {i} about the weather"} for i in range(n)]
+    before = _per_worker(url)
     got, floor_cpu = _cpu_per_request(
         lambda: load(f"{url}/floor", bodies, concurrency=CONCURRENCY), n
     )
@@ -197,7 +207,10 @@ def _measure(url: str, n: int) -> dict[str, list[float] | float]:
     )
     check, wall, answers = got  # type: ignore[misc]
     assert all(status == 200 for status, _ in answers), "a check failed"
+    after = _per_worker(url)
+    counts = sorted((after[k] - before.get(k, 0) for k in after), reverse=True)
     out: dict[str, list[float] | float] = {"floor": floor, "check": check, "rate": n / wall}
+    out["busiest_share"] = counts[0] / max(1, sum(counts))
     out.update({f"cpu_check_{k}": v for k, v in check_cpu.items()})
     out.update({f"cpu_floor_{k}": v for k, v in floor_cpu.items()})
     return out
@@ -211,14 +224,36 @@ def _cpu_line(r: dict[str, list[float]]) -> str:
         return values[len(values) // 2]
 
     check = {k: med(f"cpu_check_{k}") for k in ("workers", "postgres", "client")}
+    busiest = med("busiest_share")
     floor = {k: med(f"cpu_floor_{k}") for k in ("workers", "client")}
     ceiling = (os.cpu_count() or 1) / (sum(check.values()) / 1e6)
     return (
         f"      CPU per check: workers {check['workers']:.0f} us, PostgreSQL"
         f" {check['postgres']:.0f} us, client {check['client']:.0f} us (per /floor request:"
         f" workers {floor['workers']:.0f} us, client {floor['client']:.0f} us); all on"
-        f" {os.cpu_count()} cores: at most {ceiling:.0f} checks/s"
+        f" {os.cpu_count()} cores: at most {ceiling:.0f} checks/s; the busiest worker"
+        f" answered {busiest:.0%} of the checks"
     )
+
+
+def _cpu_summary(results: dict[int, dict[str, list[float]]]) -> list[str]:
+    """What the CPU figures say about scaling, whatever the machine's load."""
+
+    def med(workers: int, key: str) -> float:
+        values = sorted(results[workers][key])
+        return values[len(values) // 2]
+
+    server = {w: med(w, "cpu_check_workers") + med(w, "cpu_check_postgres") for w in (1, 2)}
+    w, p, c = (med(1, f"cpu_check_{k}") for k in ("workers", "postgres", "client"))
+    cores = os.cpu_count() or 1
+    bound = min(2.0, cores * w / (w + p + c))
+    return [
+        f"  server CPU per check (workers + PostgreSQL), 2 workers / 1 worker:"
+        f" {server[2] / server[1]:.2f}x (1.00: a second worker costs nothing more per check)",
+        f"  the most 2 workers can give over 1 with this client on these {cores} cores:"
+        f" {bound:.2f}x (cores x W / (W + P + C) with the 1-worker CPU figures, at most 2;"
+        " the client shares the cores)",
+    ]
 
 
 def main(*, n: int, rounds: int, db: str | None) -> None:
@@ -253,6 +288,7 @@ def main(*, n: int, rounds: int, db: str | None) -> None:
     ratio2 = quantile(results[2]["check"], 0.5) / quantile(results[2]["floor"], 0.5)
     lines.append(f"  scale-out: 2 workers / 1 worker = {two / one:.2f}x checks/s (goal >= 1.7x)")
     lines.append(f"  p50 at c={CONCURRENCY}, 2 workers: {ratio2:.2f}x the floor (goal <= 1.3x)")
+    lines += _cpu_summary(results)
     text = "\n".join(lines)
     print(text)
     if os.environ.get("SB_SCALE_PROFILE"):
