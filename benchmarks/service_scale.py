@@ -20,10 +20,16 @@ no number of workers answers more than ``cores / (workers' + PostgreSQL's + clie
 CPU per check)`` checks/s, so a client that costs as much CPU per request as a
 worker caps 2 workers on 2 cores near 1x whatever the server does.
 
+The client: by default the lean one of :mod:`_service_rawclient` (a prepared request
+per ``write``, answers parsed by their length), because on 2 cores the client shares
+the cores with the workers and aiohttp's client costs about as much CPU per request as
+the server's floor; ``--client aiohttp`` measures with the other benchmarks' client.
+
 ``--profile DIR``: every worker runs under :mod:`cProfile` and writes
 ``DIR/worker-<workers>w-<pid>.prof`` when it stops (``python -m pstats FILE``).
 
-Run: ``python benchmarks/service_scale.py [--quick] [--db URL] [--profile DIR]``; the
+Run: ``python benchmarks/service_scale.py [--quick] [--db URL] [--client raw|aiohttp]
+[--profile DIR]``; the
 output is saved to ``benchmarks/results/service_scale.txt``. Timings taken on a shared,
 loaded machine say little: rerun on an idle one before quoting them.
 """
@@ -46,7 +52,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "src"), str(HERE.parent / "tests")]
 
-from _service_harness import _with_floor, load, ms, quantile  # noqa: E402
+import _service_rawclient  # noqa: E402
+from _service_harness import _with_floor, ms, quantile  # noqa: E402
+from _service_harness import load as aiohttp_load  # noqa: E402
+
+#: The load client: the lean one (default), or aiohttp (``--client aiohttp``).
+load = _service_rawclient.load
 
 RESULTS = HERE / "results" / "service_scale.txt"
 CONCURRENCY = 32
@@ -260,7 +271,8 @@ def main(*, n: int, rounds: int, db: str | None) -> None:
     lines = [
         f"service_scale.py: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()},"
         f" {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f};"
-        f" {n} checks x {rounds} round(s) per server, concurrency {CONCURRENCY}",
+        f" {n} checks x {rounds} round(s) per server, concurrency {CONCURRENCY},"
+        f" client {'aiohttp' if load is aiohttp_load else 'raw'}",
     ]
     with contextlib.ExitStack() as stack:
         url_db = db or stack.enter_context(_postgres())
@@ -304,7 +316,10 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="1,000 checks, one round")
     parser.add_argument("--db", help="a PostgreSQL URL (else a private server is started)")
     parser.add_argument("--profile", metavar="DIR", help="cProfile every worker into DIR")
+    parser.add_argument("--client", choices=("raw", "aiohttp"), default="raw")
     args = parser.parse_args()
+    if args.client == "aiohttp":
+        load = aiohttp_load
     if args.profile:
         Path(args.profile).mkdir(parents=True, exist_ok=True)
         os.environ["SB_SCALE_PROFILE"] = str(Path(args.profile).resolve())
