@@ -21,7 +21,7 @@ from shieldbench.service._state import Service
 __all__ = ["PEER_WAIT_S", "feedback_router", "find_decision"]
 
 #: How long feedback waits for a decision another replica has journalled but not yet
-#: moved into the store (its writer moves every 20 ms; longer while the store is slow).
+#: moved into the store (its writer moves every 20 to 100 ms; longer while the store is slow).
 PEER_WAIT_S = 5.0
 
 
