@@ -66,7 +66,7 @@ def _env(extra: dict[str, str] | None) -> dict[str, str]:
 
 def eventually(probe: Callable[[], bool], timeout_s: float = 10.0) -> bool:
     """Poll ``probe``: a live server's audit store trails its answers by the writer's
-    period (records are journalled before the answer, moved within ~20 ms)."""
+    period (records are journalled before the answer, moved within 20 to 100 ms)."""
     deadline = time.monotonic() + timeout_s
     while not probe():
         if time.monotonic() > deadline:

@@ -12,6 +12,7 @@ they prove slow.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import threading
@@ -319,3 +320,37 @@ def test_a_second_server_on_one_store_is_refused(start_server: Callable[..., Ser
     assert "one server per store" in second.stderr
     with first.client() as c:  # the first one is untouched
         assert c.post("/v1/check", json={"text": "still here"}).status_code == 200
+
+
+@pytest.mark.parametrize("fsync_s", [None, 0.05])
+def test_group_commit_waits_longer_only_while_rounds_are_small(
+    tmp_path: Path, fsync_s: float | None
+) -> None:
+    """The writer's wait after a round: ``period_s`` once a round holds ``target_batch``
+    records, longer in proportion below that, never past ``max_wait_s`` nor past the
+    background sync's interval (records must not wait longer than ``fsync_s`` for it)."""
+    store = AuditStore(f"sqlite:///{tmp_path / 'g.db'}", recover=False)
+    writer = AuditWriter(store, fsync_s=fsync_s, period_s=0.02, max_wait_s=0.1, target_batch=64)
+    try:
+        waits = [writer._next_wait(moved) for moved in range(200)]
+        ceiling = min(0.1, fsync_s or 0.1)
+        assert all(0.02 <= w <= ceiling for w in waits)
+        assert all(a >= b for a, b in itertools.pairwise(waits))  # more: no longer
+        assert waits[64:] == [0.02] * (200 - 64)
+        assert waits[0] == waits[1] == ceiling  # an idle or trickling replica
+        assert writer._next_wait(16) == pytest.approx(min(0.08, ceiling))
+
+        async def trickle() -> None:  # records still reach the store, and flushed() is prompt
+            for i in range(5):
+                writer.submit(_body(i))
+                await asyncio.sleep(0.01)
+            started = time.monotonic()
+            await writer.flushed()
+            assert time.monotonic() - started < 5.0
+
+        asyncio.run(trickle())
+        assert _ids(store) == [f"j{i}" for i in range(5)]
+    finally:
+        writer.close()
+    assert verify_chain(store).ok
+    store.close()

@@ -30,6 +30,7 @@ class _Load:
     def __init__(self, servers: list[Server], *, threads: int = 3, limit: int = 3000) -> None:
         self.servers = servers
         self.answered: list[str] = []
+        self.answered_by: dict[str, str] = {}  # decision id -> URL of the server that made it
         self._stop = threading.Event()
         self._count = itertools.count()
         self._limit = limit
@@ -65,7 +66,9 @@ class _Load:
                     time.sleep(0.01)
                     continue  # killed or stopping: not answered, not counted
                 if r.status_code == 200:
-                    self.answered.append(r.json()["id"])
+                    decision_id = r.json()["id"]
+                    self.answered.append(decision_id)
+                    self.answered_by[decision_id] = server.url
         finally:
             for c in clients.values():
                 c.close()
@@ -100,6 +103,7 @@ def test_three_replicas_kill_9_and_a_sigterm_restart_lose_nothing(
 ) -> None:
     servers = [start_server("--defense", "pattern", db=postgres_url) for _ in range(3)]
     load = _Load(servers)
+    killed_url = servers[0].url
     with load:
         time.sleep(1.5)
         servers[0].process.send_signal(signal.SIGKILL)  # dies with records in its journal
@@ -122,10 +126,15 @@ def test_three_replicas_kill_9_and_a_sigterm_restart_lose_nothing(
         assert time.monotonic() < deadline, (stats, len(answered))
         time.sleep(0.1)
     assert len(stats["replicas"]) == 4  # type: ignore[arg-type]  # 3 + the restarted one
-    with servers[2].client() as c:  # feedback labels a decision another replica made
-        other = next(iter(answered - set()))
-        assert c.post("/v1/feedback", json={"id": other, "label": "attack"}).status_code == 200
+    with servers[2].client() as c:  # feedback labels decisions other replicas made
+        others = [i for i, url in load.answered_by.items() if url != servers[2].url]
+        killed = [i for i, url in load.answered_by.items() if url == killed_url]
+        for other in (others[-1], killed[0]):  # the newest, and one of the killed replica's
+            r = c.post("/v1/feedback", json={"id": other, "label": "attack"})
+            assert r.status_code == 200, r.text
+        quality = c.get("/v1/stats", params={"window": "1h"}).json()["quality"]
         metrics = c.get("/metrics").text
+    assert quality["labelled"] == 2
     assert re.search(r'shieldbench_guard_requests_total\{.*replica="[^"]+\.[0-9a-f]{8}"', metrics)
     for s in servers[1:]:
         _graceful(s)

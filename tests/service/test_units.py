@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from shieldbench.errors import ConfigError
 from shieldbench.service import ServeConfig, load_config, preprocess
-from shieldbench.service._app import parse_check
+from shieldbench.service._decide import parse_check
 from shieldbench.service._models import CheckRequest
 from shieldbench.service._stats import Event, RollingWindow, breaches, quality
 

@@ -31,7 +31,7 @@ from shieldbench.errors import ConfigError, StoreError
 if TYPE_CHECKING:
     import uvicorn
 
-    from shieldbench.service import AuditStore
+    from shieldbench.service import AuditStore, Defenses, ServeConfig
 
 #: Names the replica in audit chain ids and the metrics' ``replica`` label.
 ENV_REPLICA = "SHIELDBENCH_REPLICA"
@@ -80,18 +80,7 @@ def serve(
     ] = None,
 ) -> None:
     """Serve a defense: check API, LiteLLM guardrail API and an OpenAI screening proxy."""
-    import uvicorn
-
-    from shieldbench.service import (
-        AuditStore,
-        ServeConfig,
-        build_defenses,
-        create_app,
-        load_config,
-        protocol_with_header_timeout,
-    )
-    from shieldbench.service import load_api_keys as keys_of
-    from shieldbench.store import display_url, resolve_url
+    from shieldbench.service import ServeConfig, load_config
 
     base = load_config(config) if config is not None else ServeConfig()
     cfg = base.with_overrides(
@@ -105,6 +94,18 @@ def serve(
         fail_open=True if fail_open else None,
         store_text=True if store_text else None,
     )
+    _run_service(cfg, host=host, port=port, workers=workers, replica=replica)
+
+
+def _run_service(
+    cfg: ServeConfig, *, host: str, port: int, workers: int, replica: str | None
+) -> NoReturn:
+    """Build the defenses, check the store, then serve (one process, or ``workers``
+    forked ones) until a signal; exits the process with the status."""
+    from shieldbench.service import AuditStore, build_defenses
+    from shieldbench.service import load_api_keys as keys_of
+    from shieldbench.store import display_url, resolve_url
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     if cfg.fail_open:
         logging.getLogger("shieldbench.service").error(
@@ -123,30 +124,38 @@ def serve(
         f"{f', {workers} workers' if workers > 1 else ''})",
         highlight=False,
     )
-
-    def uvicorn_server() -> uvicorn.Server:
-        return uvicorn.Server(
-            uvicorn.Config(
-                create_app(cfg, defenses, api_keys=api_keys),
-                host=host,
-                port=port,
-                log_level="info",
-                access_log=False,
-                timeout_graceful_shutdown=30,
-                timeout_keep_alive=75,  # longer than the usual 60 s of load balancers in front
-                # h11 with a bound on the time to send a request's headers (slowloris)
-                http=protocol_with_header_timeout(cfg.header_timeout_s),
-            )
-        )
-
+    make = partial(_uvicorn_server, cfg, defenses, api_keys, host, port)
     if workers > 1:
         status = run_workers(
-            partial(_serve_worker, uvicorn_server, replica), host=host, port=port, workers=workers
+            partial(_serve_worker, make, replica), host=host, port=port, workers=workers
         )
         _leave(status)
-    server = uvicorn_server()
+    server = make()
     server.run()
     _leave(0 if server.started else 1)
+
+
+def _uvicorn_server(
+    cfg: ServeConfig, defenses: Defenses, api_keys: tuple[bytes, ...], host: str, port: int
+) -> uvicorn.Server:
+    """A uvicorn server of a fresh app (each forked worker makes its own)."""
+    import uvicorn
+
+    from shieldbench.service import create_app, protocol_with_header_timeout
+
+    return uvicorn.Server(
+        uvicorn.Config(
+            create_app(cfg, defenses, api_keys=api_keys),
+            host=host,
+            port=port,
+            log_level="info",
+            access_log=False,
+            timeout_graceful_shutdown=30,
+            timeout_keep_alive=75,  # longer than the usual 60 s of load balancers in front
+            # h11 with a bound on the time to send a request's headers (slowloris)
+            http=protocol_with_header_timeout(cfg.header_timeout_s),
+        )
+    )
 
 
 def _serve_worker(

@@ -7,6 +7,9 @@ OpenAI-compatible screening proxy (``/v1/chat/completions``). Every decision is
 appended to a hash-chained audit log in the store (:class:`AuditStore`,
 :func:`verify_chain`); reviewers' feedback turns traffic into labelled datasets
 (:func:`export_labelled`); ``/v1/stats`` and ``/metrics`` report rolling figures.
+The routes are one router per area in :mod:`shieldbench.service.routers` (check,
+LiteLLM, proxy, feedback, operations); :func:`create_app` assembles them behind the
+bare-ASGI fast path of ``POST /v1/check``.
 
 Example:
     >>> from shieldbench.service import ServeConfig, preprocess

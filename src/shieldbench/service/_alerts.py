@@ -8,6 +8,12 @@ cool-down also reads the store, so a restart does not re-fire): it is delivered 
 the log and, when configured, the webhook sink (JSON with a Slack-compatible
 ``text``; retries on 5xx with backoff), stored in the history's ``alerts`` table
 with its deliveries, and counted in ``shieldbench_guard_alerts_total``.
+
+Replicas: each runs this loop. Recall and FPR are judged on the store's feedback (every
+replica's), p95 latency and the error rate on the replica's own traffic (a slow or
+failing replica is not averaged away). Testing the cool-down, delivering and recording
+happen under :meth:`~shieldbench.service._audit.AuditStore.alert_lock` on the key, so
+replicas that see one breach together fire it once per cool-down for the service.
 """
 
 from __future__ import annotations
@@ -84,18 +90,23 @@ class AlertLoop:
         fired = []
         for breach in breaches(stats, limits):
             key = f"guard:{stats['defense']['name']}:{breach['check']}"
-            if not self._cooldown.allow(key):
-                continue
-            alert = Alert(
-                key,
-                f"guard {breach['check']} breached",
-                f"{breach['check']} = {breach['value']:.4g} (limit {breach['limit']:g})"
-                f" over the last {stats['window_s']:g} s for {stats['defense']['name']}",
-                source="service",
-                details={**breach, "window_s": stats["window_s"], "defense": stats["defense"]},
-            )
-            delivered = deliver(alert, self._sinks)
-            self._store.add_alert_delivered(alert, delivered)
-            self._metrics.alerts.labels(breach["check"]).inc()
-            fired.append(alert)
+            # One replica at a time per key: the others wait, then find it in cool-down.
+            with self._store.alert_lock(key):
+                if self._cooldown.allow(key):
+                    fired.append(self._fire(key, breach, stats))
         return fired
+
+    def _fire(self, key: str, breach: dict[str, Any], stats: dict[str, Any]) -> Alert:
+        """Deliver the alert of one breach, store it and count it."""
+        alert = Alert(
+            key,
+            f"guard {breach['check']} breached",
+            f"{breach['check']} = {breach['value']:.4g} (limit {breach['limit']:g})"
+            f" over the last {stats['window_s']:g} s for {stats['defense']['name']}",
+            source="service",
+            details={**breach, "window_s": stats["window_s"], "defense": stats["defense"]},
+        )
+        delivered = deliver(alert, self._sinks)
+        self._store.add_alert_delivered(alert, delivered)
+        self._metrics.alerts.labels(breach["check"]).inc()
+        return alert

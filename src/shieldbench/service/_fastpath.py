@@ -32,7 +32,7 @@ from starlette.types import Send as _Send
 
 from shieldbench.service._edges import read_body, replay_body
 
-__all__ = ["Answered", "CheckFastPath", "FastPathApp"]
+__all__ = ["ASGIApp", "Answered", "CheckFastPath", "FastPathApp"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

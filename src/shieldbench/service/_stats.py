@@ -116,7 +116,7 @@ class RollingWindow:
 def store_traffic(counts: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
     """Every replica's decisions as the store holds them (chain -> decision -> count):
     the service's totals, rates and each replica's share (decisions on their way from
-    a journal, about 20 ms, are not counted yet)."""
+    a journal, 20 to 100 ms, are not counted yet)."""
     totals = dict.fromkeys(("allow", "block", "warn"), 0)
     for per in counts.values():
         for decision, n in per.items():
