@@ -105,7 +105,8 @@ def test_the_output_folder_layout(tmp_path: Path) -> None:
     assert all(p.parent == out and p.is_file() for p in result.reports.values())
     manifest = json.loads(result.manifest.read_text())
     assert manifest["id"] == result.id
-    assert manifest["defenses"] == ["pattern"] and manifest["datasets"] == [SMOKE]
+    assert manifest["defenses"] == ["pattern"]
+    assert manifest["datasets"] == [SMOKE]
     assert manifest["run"] == FAST.to_dict()
 
 
@@ -168,18 +169,21 @@ def test_reuse_only_while_data_and_defense_version_are_unchanged(tmp_path: Path)
 
     same = Counting("1")
     again = run_benchmark(config, out=out, resume=True, defenses={"counting": same})
-    assert same.calls == 0 and [j.defense for j in again.reused] == ["counting"]
+    assert same.calls == 0
+    assert [j.defense for j in again.reused] == ["counting"]
 
     newer = Counting("2")  # a new defense version is measured again
     rerun = run_benchmark(config, out=out, resume=True, defenses={"counting": newer})
-    assert newer.calls == 4 and rerun.reused == ()
+    assert newer.calls == 4
+    assert rerun.reused == ()
     assert rerun.runs[0].defense.version == "2"
 
     rows.append({"text": "hello", "label": 0})  # new data: measured again
     data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     changed = Counting("2")
     last = run_benchmark(config, out=out, resume=True, defenses={"counting": changed})
-    assert changed.calls == 5 and last.reused == ()
+    assert changed.calls == 5
+    assert last.reused == ()
 
 
 def test_resume_refuses_other_specs_or_settings(tmp_path: Path) -> None:
@@ -199,7 +203,8 @@ def test_defenses_built_by_the_benchmark_are_closed(tmp_path: Path) -> None:
     """A defense given by the caller stays open; the monitor relies on it."""
     mine = Counting()
     run_benchmark(_config("counting"), out=tmp_path / "b", defenses={"counting": mine})
-    assert mine.calls == 38 and not mine.closed
+    assert mine.calls == 38
+    assert not mine.closed
 
 
 @pytest.mark.parametrize(
