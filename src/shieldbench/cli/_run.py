@@ -13,6 +13,7 @@ that use them, so that ``shieldbench --help`` does not pay for them.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
@@ -74,18 +75,38 @@ from shieldbench.cli._store import (
     record,
 )
 from shieldbench.errors import ConfigError
-from shieldbench.types import ERROR_POLICIES
+from shieldbench.types import ERROR_POLICIES, Run
 
 __all__ = ["run"]
 
 
-def _check_options(error_policy: str | None, max_error_rate: float, max_fpr: float | None) -> None:
+def _check_options(
+    error_policy: str | None,
+    max_error_rate: float,
+    max_fpr: float | None,
+    *,
+    resume_without_folder: bool,
+) -> None:
     if error_policy is not None and error_policy not in ERROR_POLICIES:
         raise ConfigError(
             f"--error-policy {error_policy!r}: choose one of {', '.join(ERROR_POLICIES)}"
         )
     check_limit(max_error_rate)
     check_max_fpr(max_fpr)
+    if resume_without_folder:
+        raise ConfigError(
+            "--resume needs the folder of the interrupted benchmark: pass --out DIR"
+            " (the path printed when it started)"
+        )
+
+
+def _exit_on_error_rate(runs: Sequence[Run], max_error_rate: float) -> None:
+    """Exit 1 (everything is written) when a run failed too many calls."""
+    findings = error_rate_findings(runs, max_error_rate)
+    for finding in findings:
+        err_console.print(f"[bold red]error rate:[/] {escape(finding.message)}", highlight=False)
+    if findings:
+        raise typer.Exit(EXIT_FINDING)
 
 
 def _interrupted(folder: Path, finished: int, total: int) -> typer.Exit:
@@ -143,21 +164,15 @@ def run(
         make_executor, executor, address=ray_address, workers=workers, gpus=gpus_per_worker
     )
     pool_for("-")  # options checked early
-    _check_options(error_policy, max_error_rate, max_fpr)
+    no_folder = resume and out is None and config is None
+    _check_options(error_policy, max_error_rate, max_fpr, resume_without_folder=no_folder)
     overrides: dict[str, object] = {
         "error_policy": error_policy, "timeout_s": timeout, "concurrency": concurrency,
         "retries": retries, "warmup": warmup, "batch_size": batch_size,
         "latency_sample": latency_sample,
     }  # fmt: skip
-    if resume and out is None and config is None:
-        raise ConfigError(
-            "--resume needs the folder of the interrupted benchmark: pass --out DIR"
-            " (the path printed when it started)"
-        )
-    datasets = [dataset_spec(d) for d in dataset or []]
-    cfg = resolve_config(
-        config, defense or [], datasets, overrides, margin, resume_from=out if resume else None
-    )
+    specs = defense or [], [dataset_spec(d) for d in dataset or []]
+    cfg = resolve_config(config, *specs, overrides, margin, resume_from=out if resume else None)
     check_out_dir(out or cfg.out or Path("reports"), option="--out")  # before any work
     tags = parse_tags(tag)
     store = None if no_store else open_cli_store(db, ctx)
@@ -178,11 +193,7 @@ def run(
         raise _interrupted(stop.folder, stop.finished, stop.total) from None
     print_results(result, accuracy)
     record(store, result.runs, source="run", tags=tags)
-    findings = error_rate_findings(result.runs, max_error_rate)
-    for finding in findings:
-        err_console.print(f"[bold red]error rate:[/] {escape(finding.message)}", highlight=False)
-    if findings:
-        raise typer.Exit(EXIT_FINDING)
+    _exit_on_error_rate(result.runs, max_error_rate)
 
 
 option_panels(
