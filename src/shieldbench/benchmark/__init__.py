@@ -32,7 +32,7 @@ from __future__ import annotations
 from shieldbench.benchmark._e2e import EndToEndOptions, build_end_to_end, close_end_to_end
 from shieldbench.benchmark._events import BenchmarkEvents
 from shieldbench.benchmark._folder import resume_config
-from shieldbench.benchmark._jobs import BenchmarkJob
+from shieldbench.benchmark._plan import BenchmarkJob
 from shieldbench.benchmark._run import Benchmark, BenchmarkInterrupted, run_benchmark
 from shieldbench.config import BenchmarkConfig, load_config
 

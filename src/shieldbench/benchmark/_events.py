@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from shieldbench.benchmark._jobs import BenchmarkJob
+    from shieldbench.benchmark._plan import BenchmarkJob
     from shieldbench.datasets import Dataset, SampleSizeWarning
     from shieldbench.engine import ProgressHook
 

@@ -9,13 +9,13 @@ the package does not pay for it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from shieldbench.benchmark._events import BenchmarkEvents
 from shieldbench.benchmark._folder import run_format
+from shieldbench.benchmark._plan import BenchmarkJob
 from shieldbench.datasets import Dataset
 from shieldbench.defenses import Defense, defense_version
 from shieldbench.runio import load_run, save_run
@@ -24,30 +24,7 @@ from shieldbench.types import Run, RunConfig
 if TYPE_CHECKING:
     from shieldbench.engine import EndToEnd, RayExecutor
 
-__all__ = ["BenchmarkJob", "JobResult", "run_job"]
-
-
-@dataclass(frozen=True, slots=True)
-class BenchmarkJob:
-    """One pair of a benchmark: ``defense`` (spec) over ``dataset`` (spec), number ``index``."""
-
-    index: int
-    defense: str
-    dataset: str
-
-    @property
-    def slug(self) -> str:
-        """The file name stem of the job's run file and checkpoint.
-
-        >>> BenchmarkJob(3, "pattern", "jsonl:data/x.jsonl").slug
-        '03-pattern--jsonl-data-x.jsonl'
-        """
-        return f"{self.index:02d}-{_slug(self.defense)}--{_slug(self.dataset)}"
-
-
-def _slug(spec: str) -> str:
-    text = re.sub(r"[^A-Za-z0-9._-]+", "-", spec).strip("-.")
-    return (text or "spec")[:60]
+__all__ = ["JobContext", "JobResult", "run_job"]
 
 
 @dataclass(frozen=True, slots=True)

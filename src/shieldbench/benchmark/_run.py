@@ -20,7 +20,8 @@ from shieldbench._memory import release_memory
 from shieldbench.benchmark._e2e import EndToEndOptions, build_end_to_end, close_end_to_end
 from shieldbench.benchmark._events import BenchmarkEvents
 from shieldbench.benchmark._folder import MANIFEST, prepare_folder, settle_end_to_end
-from shieldbench.benchmark._jobs import BenchmarkJob, JobContext, JobResult, run_job
+from shieldbench.benchmark._jobs import JobContext, JobResult, run_job
+from shieldbench.benchmark._plan import BenchmarkJob, plan_jobs
 from shieldbench.config import BenchmarkConfig
 from shieldbench.datasets import Dataset, load_dataset, sample_size_warnings
 from shieldbench.defenses import Defense, build_defense
@@ -263,10 +264,7 @@ def run_benchmark(
         ctx = JobContext(
             cfg.run, folder, events, _settle_plan(built, options, folder, resume), shard
         )
-        jobs = tuple(
-            BenchmarkJob(i, d, ds)
-            for i, (d, ds) in enumerate((d, ds) for ds in cfg.datasets for d in cfg.defenses)
-        )
+        jobs = plan_jobs(cfg)
         done = _run_jobs(jobs, loaded, built, ctx, benchmark_id)
     runs = tuple(r.run for r in done)
     paths = (
