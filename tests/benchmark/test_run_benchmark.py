@@ -249,3 +249,13 @@ def test_a_config_file_runs_the_same(tmp_path: Path) -> None:
     result = run_benchmark(load_config(path), reports=False)
     assert result.folder == tmp_path / "out"
     assert result.runs[0].config.warmup == 0
+
+
+def test_a_folder_in_use_is_refused(tmp_path: Path) -> None:
+    """Two benchmarks never write one folder: the second fails at once, writing nothing."""
+    from shieldbench.locking import FolderLock
+
+    out = tmp_path / "b"
+    with FolderLock(out), pytest.raises(RunError):
+        run_benchmark(_config("pattern"), out=out)
+    assert not (out / "benchmark.json").exists()

@@ -89,13 +89,16 @@ class _Built:
     own_plan: bool
 
     def close(self) -> None:
+        """Close what was built here, once (a second call does nothing)."""
+        plan, pools, owned = self.plan, list(self.pools.values()), sorted(self.owned)
+        self.plan, self.pools, self.owned = None, {}, frozenset()
         if self.own_plan:
-            close_end_to_end(self.plan)
-        for pool in self.pools.values():
+            close_end_to_end(plan)
+        for pool in pools:
             if pool is not None:
                 pool.close()
-        for spec in self.owned:
-            close = getattr(self.defenses[spec], "close", None)
+        for spec in owned:
+            close = getattr(self.defenses.pop(spec), "close", None)
             if callable(close):
                 close()
 
@@ -266,12 +269,10 @@ def run_benchmark(
         )
         jobs = plan_jobs(cfg)
         done = _run_jobs(jobs, loaded, built, ctx, benchmark_id)
-    runs = tuple(r.run for r in done)
-    paths = (
-        _write_reports(runs, cfg, folder, f"shieldbench benchmark {benchmark_id}", max_fpr)
-        if reports
-        else {}
-    )
+        built.close()  # the defenses' memory back before the reports; the folder stays locked
+        runs = tuple(r.run for r in done)
+        title = f"shieldbench benchmark {benchmark_id}"
+        paths = _write_reports(runs, cfg, folder, title, max_fpr) if reports else {}
     return Benchmark(
         id=benchmark_id,
         config=cfg,
