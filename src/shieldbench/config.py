@@ -73,6 +73,39 @@ class BenchmarkConfig:
     out: Path | None = None
     end_to_end: Mapping[str, Any] | None = None
 
+    def __post_init__(self) -> None:
+        """Check every field, so a config built in Python is as safe as a file's.
+
+        A list of specs becomes a tuple and a ``str`` ``out`` a :class:`Path`; anything
+        else of the wrong type or out of range is a :class:`ConfigError` naming the field.
+        """
+        where = "BenchmarkConfig"
+        for key in ("defenses", "datasets"):
+            specs = _unique(_spec_list({key: getattr(self, key)}, key, where), key, where)
+            object.__setattr__(self, key, specs)
+        if not isinstance(self.run, RunConfig):
+            raise ConfigError(f"{where}: run must be a RunConfig, got {self.run!r}")
+        _check_margin(self.margin, where)
+        out: object = self.out
+        if isinstance(out, str):
+            out = Path(out)
+        if out is not None and not isinstance(out, Path):
+            raise ConfigError(f"{where}: out must be a directory path, got {out!r}")
+        object.__setattr__(self, "out", out)
+        object.__setattr__(self, "end_to_end", _end_to_end(self.end_to_end, where))
+
+
+def _unique(specs: tuple[str, ...], key: str, source: str) -> tuple[str, ...]:
+    repeated = sorted({s for s in specs if specs.count(s) > 1})
+    if repeated:
+        raise ConfigError(f"{source}: {key} names {', '.join(repeated)} twice; name each once")
+    return specs
+
+
+def _check_margin(margin: object, source: str) -> None:
+    if isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 < margin <= 0.5:
+        raise ConfigError(f"{source}: margin must be a number in (0, 0.5], got {margin!r}")
+
 
 def _spec_list(data: Mapping[str, Any], key: str, source: str) -> tuple[str, ...]:
     value = data.get(key)
@@ -159,14 +192,13 @@ def parse_config(data: Any, *, source: str = "<config>") -> BenchmarkConfig:
             f" allowed: {', '.join(sorted(_TOP_KEYS))}"
         )
     margin = data.get("margin", 0.1)
-    if isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 < margin <= 0.5:
-        raise ConfigError(f"{source}: margin must be a number in (0, 0.5], got {margin!r}")
+    _check_margin(margin, source)
     out = data.get("out")
     if out is not None and not isinstance(out, str):
         raise ConfigError(f"{source}: out must be a directory path, got {out!r}")
     return BenchmarkConfig(
-        defenses=_spec_list(data, "defenses", source),
-        datasets=_spec_list(data, "datasets", source),
+        defenses=_unique(_spec_list(data, "defenses", source), "defenses", source),
+        datasets=_unique(_spec_list(data, "datasets", source), "datasets", source),
         run=_run_config(data.get("run"), source),
         margin=float(margin),
         out=None if out is None else Path(out),

@@ -277,9 +277,9 @@ def test_a_large_end_to_end_run_is_a_parquet_run_file_with_every_record(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The CLI no longer forces JSON for end-to-end runs: Parquet keeps their records."""
-    import shieldbench.cli._scale as scale
+    import shieldbench.benchmark._folder as folder
 
-    monkeypatch.setattr(scale, "COLUMNAR_FROM", 10)  # "large" from 10 samples
+    monkeypatch.setattr(folder, "COLUMNAR_FROM", 10)  # "large" from 10 samples
     out = tmp_path / "bench"
     args = ["run", "-d", "pattern", "-D", "sample(builtin:core, n=30, seed=0)", "--target",
             "python(shieldbench.targets._examples:echo)", "--judge", "leak", "--warmup", "0",

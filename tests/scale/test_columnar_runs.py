@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+from shieldbench.benchmark._folder import COLUMNAR_FROM, run_format
 from shieldbench.cli import app
-from shieldbench.cli._scale import COLUMNAR_FROM, run_format
 from shieldbench.errors import RunError
 from shieldbench.metrics import summarize
 from shieldbench.runio import load_run, save_run

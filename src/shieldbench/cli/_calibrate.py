@@ -197,13 +197,26 @@ def calibrate(
 ) -> None:
     """Pick the score threshold meeting a target FPR on RUN's benign samples; print its
     block rate and FPR (with intervals and n) there and on each --check run."""
-    from shieldbench.metrics import (
-        INTERVAL_METHODS,
-        calibrate_threshold,
-        operating_point,
-        score_arrays,
-        security_utility_tradeoff,
-    )
+    _check_options(target_fpr, max_fpr, min_tpr, policy, method)
+    options: dict[str, Any] = {"policy": policy, "confidence": confidence, "method": method}
+    if json_out is not None:
+        check_out_file(json_out, option="--json")
+    cal_run, checks, warnings = _load_runs(run, check or [])
+    data = _at_target(run, cal_run, checks, target_fpr, options)
+    data["warnings"] = warnings
+    if max_fpr is not None or min_tpr is not None:
+        data["policy"] = _at_policy(run, cal_run, checks, max_fpr, min_tpr, options)
+    if json_out is not None:
+        text = json.dumps(data, indent=1, allow_nan=False, ensure_ascii=False) + "\n"
+        write_text_atomic(json_out, text)
+        console.print(f"Calibration written to {escape(str(json_out))}", highlight=False)
+
+
+def _check_options(
+    target_fpr: float, max_fpr: float | None, min_tpr: float | None, policy: str | None, method: str
+) -> None:
+    """Every option checked before a run file is read (exit 2 naming the option)."""
+    from shieldbench.metrics import INTERVAL_METHODS
 
     _fraction("--target-fpr", target_fpr)
     if max_fpr is not None and min_tpr is not None:
@@ -216,22 +229,34 @@ def calibrate(
         raise ConfigError(f"--policy {policy!r}: choose one of {', '.join(ERROR_POLICIES)}")
     if method not in INTERVAL_METHODS:
         raise ConfigError(f"--method {method!r}: choose one of {', '.join(INTERVAL_METHODS)}")
-    options: dict[str, Any] = {"policy": policy, "confidence": confidence, "method": method}
-    if json_out is not None:
-        check_out_file(json_out, option="--json")
 
+
+def _load_runs(run: Path, check: list[Path]) -> tuple[Run, list[tuple[Path, Run]], list[str]]:
+    """The calibration run, the check runs (each refused or warned about) and the warnings."""
     cal_run = load_run(run)
     _require_scores(cal_run, run)
     _require_benign(cal_run, run)
     checks: list[tuple[Path, Run]] = []
     warnings: list[str] = []
-    for path in check or []:
+    for path in check:
         other = load_run(path)
         _require_scores(other, path)
         warnings += _check_compatible(cal_run, other, path)
         checks.append((path, other))
     for w in warnings:
         err_console.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
+    return cal_run, checks, warnings
+
+
+def _at_target(
+    run: Path,
+    cal_run: Run,
+    checks: list[tuple[Path, Run]],
+    target_fpr: float,
+    options: dict[str, Any],
+) -> dict[str, Any]:
+    """The threshold for ``target_fpr``, printed with its table; the JSON result."""
+    from shieldbench.metrics import calibrate_threshold
 
     result = calibrate_threshold(cal_run, target_fpr=target_fpr, **options)
     checked = [
@@ -261,51 +286,53 @@ def calibrate(
             for p, o, c in checked
         ],
         "policy": None,
-        "warnings": warnings,
+        "warnings": [],
     }
-    data.pop("check")
-    data.pop("check_dataset")
-    data.pop("check_within_target")
+    for key in ("check", "check_dataset", "check_within_target"):
+        data.pop(key)
+    return data
 
-    if max_fpr is not None or min_tpr is not None:
-        trade = security_utility_tradeoff(
-            cal_run, max_fpr=max_fpr, min_block_rate=min_tpr, **options
+
+def _at_policy(
+    run: Path,
+    cal_run: Run,
+    checks: list[tuple[Path, Run]],
+    max_fpr: float | None,
+    min_tpr: float | None,
+    options: dict[str, Any],
+) -> dict[str, Any]:
+    """The threshold meeting ``--max-fpr`` / ``--min-tpr`` (or how close the best gets)."""
+    from shieldbench.metrics import operating_point, score_arrays, security_utility_tradeoff
+
+    trade = security_utility_tradeoff(cal_run, max_fpr=max_fpr, min_block_rate=min_tpr, **options)
+    policy_data: dict[str, Any] = {**trade.to_dict(), "met": trade.chosen is not None}
+    if trade.chosen is None:
+        console.print(
+            f"[red]No threshold meets the policy[/] '{trade.policy}' on {escape(str(run))}:"
+            f" {escape(_closest(trade, max_fpr=max_fpr))}.",
+            highlight=False,
         )
-        policy_data: dict[str, Any] = {**trade.to_dict(), "met": trade.chosen is not None}
-        if trade.chosen is None:
-            console.print(
-                f"[red]No threshold meets the policy[/] '{trade.policy}' on {escape(str(run))}:"
-                f" {escape(_closest(trade, max_fpr=max_fpr))}.",
-                highlight=False,
-            )
-            policy_data["checks"] = []
-        else:
-            thr = trade.chosen.threshold
-            console.print(
-                f"Policy '{trade.policy}': threshold [bold]{format_threshold(thr)}[/] meets it on"
-                f" {escape(str(run))}.",
-                highlight=False,
-            )
-            at_policy = [("calibration", cal_run, run, trade.chosen)]
-            for path, other in checks:
-                point = operating_point(
-                    *score_arrays(other, policy=policy),  # type: ignore[arg-type]
-                    thr,
-                    confidence=confidence,
-                    method=method,  # type: ignore[arg-type]
-                )
-                at_policy.append(("check", other, path, point))
-            console.print(
-                _points_table(
-                    f"At the policy's threshold {format_threshold(thr)}", at_policy, max_fpr
-                )
-            )
-            policy_data["checks"] = [
-                {**_run_info(o, p), "point": pt.to_dict()} for _, o, p, pt in at_policy[1:]
-            ]
-        data["policy"] = policy_data
-
-    if json_out is not None:
-        text = json.dumps(data, indent=1, allow_nan=False, ensure_ascii=False) + "\n"
-        write_text_atomic(json_out, text)
-        console.print(f"Calibration written to {escape(str(json_out))}", highlight=False)
+        policy_data["checks"] = []
+        return policy_data
+    thr = trade.chosen.threshold
+    console.print(
+        f"Policy '{trade.policy}': threshold [bold]{format_threshold(thr)}[/] meets it on"
+        f" {escape(str(run))}.",
+        highlight=False,
+    )
+    at_policy = [("calibration", cal_run, run, trade.chosen)]
+    for path, other in checks:
+        point = operating_point(
+            *score_arrays(other, policy=options["policy"]),
+            thr,
+            confidence=options["confidence"],
+            method=options["method"],
+        )
+        at_policy.append(("check", other, path, point))
+    console.print(
+        _points_table(f"At the policy's threshold {format_threshold(thr)}", at_policy, max_fpr)
+    )
+    policy_data["checks"] = [
+        {**_run_info(o, p), "point": pt.to_dict()} for _, o, p, pt in at_policy[1:]
+    ]
+    return policy_data

@@ -1,9 +1,12 @@
 """End-to-end options shared by ``run`` and ``attack``, the end-to-end table, and the
 ``judges`` / ``targets`` commands (``judges list``, ``judges evaluate``, ``targets list``).
 
-Specs are checked before anything runs: an unknown judge, a bad target spec or a
-missing API key variable is one clear error (exit code 2), never a half-written
-benchmark.
+The options themselves and the engine's plan built from them are
+:class:`shieldbench.benchmark.EndToEndOptions` and
+:func:`~shieldbench.benchmark.build_end_to_end` (re-exported here under their
+command-line names ``E2EOptions``, ``build_plan``, ``close_plan``). Specs are checked
+before anything runs: an unknown judge, a bad target spec or a missing API key
+variable is one clear error (exit code 2), never a half-written benchmark.
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
+from shieldbench.benchmark import EndToEndOptions as E2EOptions
+from shieldbench.benchmark import build_end_to_end as build_plan
+from shieldbench.benchmark import close_end_to_end as close_plan
 from shieldbench.cli._app import app, console
 from shieldbench.errors import ConfigError
 
@@ -24,7 +30,15 @@ if TYPE_CHECKING:
     from shieldbench.metrics import Rate
     from shieldbench.types import Run
 
-__all__ = ["E2EOptions", "build_plan", "print_end_to_end", "read_accuracy"]
+__all__ = [
+    "E2EOptions",
+    "attack_end_to_end",
+    "build_plan",
+    "close_plan",
+    "print_end_to_end",
+    "print_profile_drift",
+    "read_accuracy",
+]
 
 judges_app = typer.Typer(
     help="List judges and measure them on labelled answers.", no_args_is_help=True
@@ -32,142 +46,6 @@ judges_app = typer.Typer(
 targets_app = typer.Typer(help="List the model targets of end-to-end runs.", no_args_is_help=True)
 app.add_typer(judges_app, name="judges")
 app.add_typer(targets_app, name="targets")
-
-
-class E2EOptions:
-    """The end-to-end options as given on the command line (plain data)."""
-
-    def __init__(
-        self,
-        target: str | None,
-        judges: Sequence[str],
-        *,
-        rule: str = "any",
-        output_defenses: Sequence[str] = (),
-        system_prompt: str | None = None,
-        screen: str = "text",
-        judge_accuracy: Path | None = None,
-    ) -> None:
-        self.target = target
-        self.judges = tuple(judges)
-        self.rule = rule
-        self.output_defenses = tuple(output_defenses)
-        self.system_prompt = system_prompt
-        self.screen = screen
-        self.judge_accuracy = judge_accuracy
-
-    @classmethod
-    def from_config(cls, section: Mapping[str, Any]) -> E2EOptions:
-        """From a config file's ``end_to_end:`` section (see :mod:`shieldbench.config`)."""
-        return cls(
-            section["target"],
-            section.get("judges") or (),
-            rule=section.get("rule") or "any",
-            output_defenses=section.get("output_defenses") or (),
-            system_prompt=section.get("system_prompt"),
-            screen=section.get("screen") or "text",
-        )
-
-    @property
-    def active(self) -> bool:
-        return self.target is not None
-
-    def check(self) -> None:
-        """Refuse contradictory options before anything is built."""
-        if self.target is None:
-            given = [
-                n
-                for n, v in (
-                    ("--judge", self.judges),
-                    ("--output-defense", self.output_defenses),
-                    ("--system-prompt", self.system_prompt),
-                )
-                if v
-            ]
-            if given:
-                raise ConfigError(f"{', '.join(given)} need a --target (the model to send to)")
-            return
-        if not self.judges:
-            raise ConfigError(
-                "an end-to-end run needs at least one --judge, e.g. --judge refusal --judge leak"
-            )
-
-    def to_dict(self, canary: str | None) -> dict[str, Any]:
-        """What the benchmark manifest records (resume checks it, and reuses the canary)."""
-        return {
-            "target": self.target,
-            "judges": list(self.judges),
-            "rule": self.rule,
-            "output_defenses": list(self.output_defenses),
-            "system_prompt": self.system_prompt,
-            "screen": self.screen,
-            "canary": canary,
-        }
-
-
-def _system_prompt(value: str | None) -> str:
-    from shieldbench.targets import DEFAULT_SYSTEM_PROMPT
-
-    if value is None:
-        return DEFAULT_SYSTEM_PROMPT
-    if value.startswith("@"):
-        path = Path(value[1:])
-        try:
-            return path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(
-                f"--system-prompt {value}: cannot read {path}: {exc.strerror}"
-            ) from None
-    return value
-
-
-def build_plan(options: E2EOptions, canary: str | None = None) -> EndToEnd | None:
-    """The engine's :class:`EndToEnd` from the options; ``None`` without ``--target``."""
-    options.check()
-    if options.target is None:
-        return None
-    from shieldbench.defenses import build_defense
-    from shieldbench.engine import EndToEnd
-    from shieldbench.judges import COMBINE_RULES, build_judge
-    from shieldbench.targets import SCREEN_MODES, build_target, new_canary, system_prompt_with
-
-    if options.rule not in COMBINE_RULES:
-        raise ConfigError(
-            f"--judge-rule {options.rule!r}: choose one of {', '.join(COMBINE_RULES)}"
-        )
-    if options.screen not in SCREEN_MODES:
-        raise ConfigError(f"--screen {options.screen!r}: choose one of {', '.join(SCREEN_MODES)}")
-    template = _system_prompt(options.system_prompt)
-    if canary is None and "{canary}" in template:
-        canary = new_canary()
-    prompt = system_prompt_with(template, canary)
-    judges = tuple(build_judge(spec) for spec in options.judges)
-    outputs = []
-    for spec in options.output_defenses:
-        output = build_defense(spec)
-        bind = getattr(output, "bind", None)  # leak: the run's canary and system prompt
-        outputs.append(bind(canary=canary, system_prompt=prompt) if callable(bind) else output)
-    return EndToEnd(
-        target=build_target(options.target),
-        judges=judges,
-        rule=options.rule,  # type: ignore[arg-type]
-        output_defenses=tuple(outputs),
-        system_prompt=prompt,
-        canary=canary if "{canary}" in template else None,
-        screen=options.screen,  # type: ignore[arg-type]
-        target_spec=options.target,
-        judge_specs=options.judges,
-        output_defense_specs=options.output_defenses,
-    )
-
-
-def close_plan(plan: EndToEnd | None) -> None:
-    """Close the target, the judges and the output defense that have a ``close()``."""
-    if plan is None:
-        return
-    from shieldbench.defenses import close_every
-
-    close_every((plan.target, *plan.judges, *plan.output_defenses))
 
 
 def read_accuracy(path: Path | None) -> tuple[Rate, Rate] | None:
@@ -315,33 +193,6 @@ def judges_evaluate(
         console.print(f"  errors      {result.errors}", highlight=False)
     if result.wrong:
         console.print(f"  wrong on: {', '.join(result.wrong)}", highlight=False)
-
-
-def settle_manifest(
-    folder: Path, options: E2EOptions, canary: str | None, resume: bool
-) -> str | None:
-    """Record the end-to-end settings in ``benchmark.json``; on resume, check and reuse them.
-
-    Returns the canary every pair of the benchmark uses (the stored one on resume).
-    """
-    from shieldbench.errors import RunError
-
-    path = folder / "benchmark.json"
-    manifest = json.loads(path.read_text(encoding="utf-8"))
-    stored = manifest.get("end_to_end")
-    if resume and stored is not None:
-        asked = options.to_dict(stored.get("canary"))
-        if asked != stored:
-            raise RunError(
-                f"{path}: the interrupted benchmark ran end to end with {stored!r}; this command"
-                f" asks for {asked!r}. Resume with the same --target/--judge options."
-            )
-        return stored.get("canary")  # type: ignore[no-any-return]
-    if resume and stored is None:
-        raise RunError(f"{path}: the interrupted benchmark had no --target; resume without it")
-    manifest["end_to_end"] = options.to_dict(canary)
-    path.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-    return canary
 
 
 def print_profile_drift(runs: Sequence[Run], *, alpha: float) -> list[dict[str, Any]]:

@@ -112,20 +112,20 @@ def monitor(
         raise ConfigError("choose one of --once or --every DURATION")
     cfg = load_monitor_config(config)
     period = None if every is None else parse_duration(every, where="--every")
-    from shieldbench.cli._e2e import E2EOptions, build_plan, close_plan
+    from shieldbench.benchmark import EndToEndOptions, build_end_to_end, close_end_to_end
 
     factory: Callable[[], EndToEnd | None] | None = None
     if cfg.end_to_end is not None:
-        options = E2EOptions.from_config(cfg.end_to_end)
-        close_plan(build_plan(options))  # a bad target or judge: exit 2 before any cycle
-        factory = functools.partial(build_plan, options)
+        options = EndToEndOptions.from_config(cfg.end_to_end)
+        close_end_to_end(build_end_to_end(options))  # a bad target or judge: exit 2 now
+        factory = functools.partial(build_end_to_end, options)
     store = open_cli_store(db or cfg.db, ctx)
     runner = Monitor(
         cfg,
         store,
         sinks=build_sinks(cfg),
         end_to_end=factory,
-        close_end_to_end=None if factory is None else close_plan,
+        close_end_to_end=None if factory is None else close_end_to_end,
     )
     if period is None:
         report = runner.cycle()

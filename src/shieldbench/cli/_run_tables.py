@@ -1,4 +1,4 @@
-"""``run``'s terminal output: sample-size warnings and the per-dataset summary table."""
+"""``run``'s terminal output: sample-size warnings, the per-dataset tables, the reports."""
 
 from __future__ import annotations
 
@@ -8,14 +8,15 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 from rich.table import Table
 
-from shieldbench.cli._app import err_console
+from shieldbench.cli._app import console, err_console
 from shieldbench.cli._stats import format_rate
 from shieldbench.datasets import SampleSizeWarning, sample_size_note
 
 if TYPE_CHECKING:
-    from shieldbench.metrics import RunSummary
+    from shieldbench.benchmark import Benchmark
+    from shieldbench.metrics import Rate, RunSummary
 
-__all__ = ["print_size_warnings", "summary_table"]
+__all__ = ["print_results", "print_size_warnings", "summary_table"]
 
 
 def print_size_warnings(warnings: Sequence[SampleSizeWarning]) -> None:
@@ -49,3 +50,23 @@ def summary_table(dataset: str, summaries: Sequence[RunSummary]) -> Table:
             str(ops.errors.total),
         )
     return table
+
+
+def print_results(result: Benchmark, accuracy: tuple[Rate, Rate] | None) -> None:
+    """Per dataset: the summary table, the paired comparison and the end-to-end table;
+    then the report files."""
+    from shieldbench.cli._e2e import print_end_to_end
+    from shieldbench.cli._stats import print_comparison
+    from shieldbench.metrics import compare_runs, summarize
+
+    for spec in result.config.datasets:
+        group = result.runs_on(spec)
+        console.print(summary_table(spec, [summarize(r) for r in group]))
+        if len(group) >= 2:
+            print_comparison(compare_runs(group))
+        print_end_to_end(group, accuracy)
+    paths = result.reports
+    for fmt, path in sorted(paths.items()):
+        console.print(f"{fmt:>4} report: {path}", highlight=False)
+    if "html" in paths:
+        console.print(f"open the HTML report: [bold]{escape(str(paths['html']))}[/]")

@@ -28,19 +28,9 @@ __all__ = [
     "WorkersOption",
     "make_executor",
     "merge",
-    "run_format",
 ]
 
 EXECUTORS = ("local", "ray")
-COLUMNAR_FROM = 100_000
-"""Runs of at least this many samples are stored as Parquet run files, smaller ones as JSON."""
-
-
-def run_format(n_samples: int) -> str:
-    """The suffix of a run file for ``n_samples`` samples: ``json`` or ``parquet``."""
-    return "parquet" if n_samples >= COLUMNAR_FROM else "json"
-
-
 ExecutorOption = Annotated[
     str,
     typer.Option(

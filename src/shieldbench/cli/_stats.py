@@ -242,33 +242,53 @@ def _run_files(paths: list[Path]) -> list[Path]:
     return files
 
 
+_RunsArgument = Annotated[
+    list[Path],
+    typer.Argument(
+        help="Run files (JSON) written by `run`, or folders of them"
+        " (a `run --out` folder: its runs/*.json)."
+    ),
+]
+_NiMarginOption = Annotated[
+    float | None,
+    typer.Option(help="Non-inferiority margin (e.g. 0.02); the first run is the baseline."),
+]
+_MethodOption = Annotated[
+    str, typer.Option(help="Interval: wilson, clopper_pearson, jeffreys, agresti_coull.")
+]
+_PolicyOption = Annotated[
+    str | None, typer.Option(help="Error policy override: fail_closed, fail_open or exclude.")
+]
+_RankByOption = Annotated[
+    str, typer.Option(help="balanced_accuracy, block_rate, false_positive_rate or roc_auc.")
+]
+_ByOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Also test every pair within each category, subcategory, tier, severity or"
+        " source (one correction across all groups and pairs; in --json as by_group)."
+    ),
+]
+_FlipsOption = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        help="Samples whose verdict changed, each run against the first: show the top N"
+        " of each kind (0: counts only; --json and the reports list every one).",
+    ),
+]
+
+
 @app.command("compare", epilog=EXIT_CODES_HELP)
 def compare(
-    runs: Annotated[
-        list[Path],
-        typer.Argument(
-            help="Run files (JSON) written by `run`, or folders of them"
-            " (a `run --out` folder: its runs/*.json)."
-        ),
-    ],
+    runs: _RunsArgument,
     alpha: Annotated[float, typer.Option(help="Family-wise significance level.")] = 0.05,
-    margin: Annotated[
-        float | None,
-        typer.Option(help="Non-inferiority margin (e.g. 0.02); the first run is the baseline."),
-    ] = None,
+    margin: _NiMarginOption = None,
     correction: Annotated[str, typer.Option(help="holm, bonferroni or none.")] = "holm",
     confidence: Annotated[float, typer.Option(help="Confidence level of intervals.")] = 0.95,
-    method: Annotated[
-        str, typer.Option(help="Interval: wilson, clopper_pearson, jeffreys, agresti_coull.")
-    ] = "wilson",
-    policy: Annotated[
-        str | None,
-        typer.Option(help="Error policy override: fail_closed, fail_open or exclude."),
-    ] = None,
-    rank_by: Annotated[
-        str,
-        typer.Option(help="balanced_accuracy, block_rate, false_positive_rate or roc_auc."),
-    ] = "balanced_accuracy",
+    method: _MethodOption = "wilson",
+    policy: _PolicyOption = None,
+    rank_by: _RankByOption = "balanced_accuracy",
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Also write the comparison as JSON here.")
     ] = None,
@@ -276,83 +296,87 @@ def compare(
         Path | None,
         typer.Option(help="Report folder (report.json/.md/.html; default reports/compare-<id>/)."),
     ] = None,
-    by: Annotated[
-        str | None,
-        typer.Option(
-            help="Also test every pair within each category, subcategory, tier, severity or"
-            " source (one correction across all groups and pairs; in --json as by_group)."
-        ),
-    ] = None,
+    by: _ByOption = None,
     max_fpr: Annotated[
         float | None,
         typer.Option(help="Your policy, FPR at most this (e.g. 0.02), drawn in the reports."),
     ] = None,
-    flips: Annotated[
-        int,
-        typer.Option(
-            min=0,
-            help="Samples whose verdict changed, each run against the first: show the top N"
-            " of each kind (0: counts only; --json and the reports list every one).",
-        ),
-    ] = 10,
+    flips: _FlipsOption = 10,
     db: DbOption = None,
     no_store: NoStoreOption = False,
     tag: TagOption = None,
 ) -> None:
     """Leaderboard and paired significance tests of runs on the same dataset; writes the
     JSON, Markdown and HTML reports and prints their paths."""
-    from shieldbench.cli._e2e import print_end_to_end, print_profile_drift
-    from shieldbench.cli._groups import check_dimension, compare_all_groups, print_grouped
     from shieldbench.metrics import compare_runs
-    from shieldbench.reports import build_report, write_reports
+
+    _check_compare_outputs(by, max_fpr, json_out, out)
+    files = _run_files(runs)
+    if len(files) < 2:
+        raise ConfigError("compare needs at least two run files")
+    tags = parse_tags(tag)
+    loaded = [load_run(p) for p in files]
+    store = None if no_store else open_cli_store(db)
+    tests: dict[str, Any] = {"alpha": alpha, "correction": correction, "confidence": confidence}
+    tests["method"] = method
+    cmp = compare_runs(loaded, policy=policy, margin=margin, rank_by=rank_by, **tests)  # type: ignore[arg-type]
+    print_comparison(cmp)
+    data = _print_details(loaded, cmp, top=flips, alpha=alpha)
+    if by is not None:
+        data["by_group"] = _print_by_group(loaded, cmp, by, tests)
+    if json_out is not None:
+        text = json.dumps(data, indent=1, allow_nan=False, ensure_ascii=False) + "\n"
+        write_text_atomic(json_out, text)
+        console.print(f"Comparison written to {escape(str(json_out))}", highlight=False)
+    _write_comparison_reports(loaded, cmp, out, policy, max_fpr)
+    record(store, loaded, source="compare", tags=tags)
+    _gate(cmp, margin)
+
+
+def _check_compare_outputs(
+    by: str | None, max_fpr: float | None, json_out: Path | None, out: Path | None
+) -> None:
+    """Options checked before any run is loaded or tested."""
+    from shieldbench.cli._groups import check_dimension
 
     if by is not None:
         check_dimension(by)
     check_max_fpr(max_fpr)
     if json_out is not None:
-        check_out_file(json_out, option="--json")  # before loading and testing
+        check_out_file(json_out, option="--json")
     if out is not None:
         check_out_dir(out, option="--out")
-    runs = _run_files(runs)
-    if len(runs) < 2:
-        raise ConfigError("compare needs at least two run files")
-    tags = parse_tags(tag)
-    loaded = [load_run(p) for p in runs]
-    store = None if no_store else open_cli_store(db)
-    cmp = compare_runs(
-        loaded,
-        alpha=alpha,
-        correction=correction,  # type: ignore[arg-type]
-        confidence=confidence,
-        method=method,  # type: ignore[arg-type]
-        policy=policy,  # type: ignore[arg-type]
-        margin=margin,
-        rank_by=rank_by,  # type: ignore[arg-type]
-    )
-    print_comparison(cmp)
+
+
+def _print_details(loaded: list[Run], cmp: Comparison, *, top: int, alpha: float) -> dict[str, Any]:
+    """Verdict flips, the end-to-end table and profile drift, printed; the JSON data."""
+    from shieldbench.cli._e2e import print_end_to_end, print_profile_drift
+
     data = cmp.to_dict()
-    data["flips"] = _print_flips(loaded, cmp.runs, top=flips)
+    data["flips"] = _print_flips(loaded, cmp.runs, top=top)
     print_end_to_end(loaded, None)  # runs with a target: end-to-end table and McNemar
     drift = print_profile_drift(loaded, alpha=alpha)
     if drift:
         data["profile_drift"] = drift
-    if by is not None:
-        grouped = compare_all_groups(
-            loaded,
-            cmp.runs,
-            by=by,
-            alpha=alpha,
-            correction=correction,  # type: ignore[arg-type]
-            policy=cmp.settings.policy,  # type: ignore[arg-type]
-            confidence=confidence,
-            method=method,  # type: ignore[arg-type]
-        )
-        print_grouped(grouped)
-        data["by_group"] = grouped.to_dict()
-    if json_out is not None:
-        text = json.dumps(data, indent=1, allow_nan=False, ensure_ascii=False) + "\n"
-        write_text_atomic(json_out, text)
-        console.print(f"Comparison written to {escape(str(json_out))}", highlight=False)
+    return data
+
+
+def _print_by_group(
+    loaded: list[Run], cmp: Comparison, by: str, tests: dict[str, Any]
+) -> dict[str, Any]:
+    """``--by``: every pair tested within each group (one correction), printed."""
+    from shieldbench.cli._groups import compare_all_groups, print_grouped
+
+    grouped = compare_all_groups(loaded, cmp.runs, by=by, policy=cmp.settings.policy, **tests)  # type: ignore[arg-type]
+    print_grouped(grouped)
+    return grouped.to_dict()
+
+
+def _write_comparison_reports(
+    loaded: list[Run], cmp: Comparison, out: Path | None, policy: str | None, max_fpr: float | None
+) -> None:
+    from shieldbench.reports import build_report, write_reports
+
     folder = out or Path("reports") / f"compare-{output_id([r.id for r in loaded])}"
     report = build_report(
         loaded,
@@ -362,9 +386,12 @@ def compare(
         max_fpr=max_fpr,
     )
     print_report_paths(write_reports(report, folder))
-    record(store, loaded, source="compare", tags=tags)
-    if cmp.non_inferiority and not all(row.non_inferior for row in cmp.non_inferiority):
-        failed = [row for row in cmp.non_inferiority if not row.non_inferior]
+
+
+def _gate(cmp: Comparison, margin: float | None) -> None:
+    """Exit 1 when a non-inferiority test (``--margin``) did not pass."""
+    failed = [row for row in cmp.non_inferiority if not row.non_inferior]
+    if failed:
         err_console.print(
             f"[bold red]gate failed:[/] {len(failed)} of {len(cmp.non_inferiority)}"
             f" non-inferiority tests at margin {margin:g} did not show the candidate"

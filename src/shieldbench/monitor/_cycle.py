@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from shieldbench.alerts import Alert, Cooldown, LogSink, Sink, TerminalSink, WebhookSink, deliver
@@ -18,6 +20,8 @@ from shieldbench.store import Store
 from shieldbench.types import Run
 
 if TYPE_CHECKING:
+    from shieldbench.benchmark import BenchmarkEvents
+    from shieldbench.defenses import Defense
     from shieldbench.engine import EndToEnd
 
 __all__ = ["CycleReport", "Monitor", "build_sinks"]
@@ -37,6 +41,26 @@ class CycleReport:
     def healthy(self) -> bool:
         """No alert condition (a cooled-down alert still counts as unhealthy)."""
         return not self.fired and not self.suppressed
+
+
+@dataclass(slots=True)
+class _Tally:
+    """What a cycle has done so far (frozen into a :class:`CycleReport` at the end)."""
+
+    started: datetime
+    runs: list[str] = field(default_factory=list)
+    findings: list[tuple[str, str, Finding]] = field(default_factory=list)
+    fired: list[Alert] = field(default_factory=list)
+    suppressed: list[Alert] = field(default_factory=list)
+
+    def report(self) -> CycleReport:
+        return CycleReport(
+            self.started,
+            tuple(self.runs),
+            tuple(self.findings),
+            tuple(self.fired),
+            tuple(self.suppressed),
+        )
 
 
 def build_sinks(config: MonitorConfig) -> list[Sink]:
@@ -80,6 +104,10 @@ class Monitor:
     (``shieldbench monitor`` builds both from the config's ``end_to_end:`` section).
     Its runs then carry a behavioural profile, compared with the same references
     (:func:`~shieldbench.monitor._profile.compare_profiles_for_drift`).
+
+    Each (defense, suite) pair runs as a one-job benchmark
+    (:func:`shieldbench.benchmark.run_benchmark`, in a folder that lives for the
+    cycle, without reports); ``events`` hears its steps (default: nothing).
     """
 
     def __init__(
@@ -90,12 +118,14 @@ class Monitor:
         sinks: list[Sink],
         end_to_end: Callable[[], EndToEnd | None] | None = None,
         close_end_to_end: Callable[[EndToEnd | None], None] | None = None,
+        events: BenchmarkEvents | None = None,
     ) -> None:
         self.config = config
         self.store = store
         self.sinks = sinks
         self.end_to_end = end_to_end
         self.close_end_to_end = close_end_to_end
+        self.events = events
         self.cooldown = Cooldown(
             config.cooldown,
             last_fired=lambda key: store.last_alert_at(key, source="monitor"),
@@ -133,60 +163,74 @@ class Monitor:
         return refs
 
     def _run_suite(
-        self, spec: str, defense: object, suite: Suite, plan: EndToEnd | None = None
+        self, spec: str, defense: Defense, suite: Suite, plan: EndToEnd | None, folder: Path
     ) -> Run:
+        """One (defense, suite) pair as a one-job benchmark in ``folder`` (no reports)."""
+        from shieldbench.benchmark import BenchmarkConfig, run_benchmark
         from shieldbench.datasets import load_dataset, sample_dataset
-        from shieldbench.engine import run_defense
 
         data = load_dataset(suite.dataset)
         if suite.sample is not None:
             data = sample_dataset(data, suite.sample, seed=time.time_ns() % (2**31))
-        return run_defense(
-            defense,  # type: ignore[arg-type]
-            data,
-            config=self.config.run,
-            defense_spec=spec,
-            end_to_end=plan,
+        config = BenchmarkConfig(
+            defenses=(spec,),
+            datasets=(suite.dataset,),
+            run=self.config.run,
+            end_to_end=None if plan is None else self.config.end_to_end,
         )
+        result = run_benchmark(
+            config,
+            out=folder,
+            reports=False,
+            defenses={spec: defense},
+            datasets={suite.dataset: data},
+            plan=plan,
+            events=self.events,
+        )
+        return result.runs[0]
 
     def cycle(self) -> CycleReport:
         """Run, store and compare every (defense, suite); alert on what got worse."""
         from shieldbench.defenses import build_defense, close_every
 
-        started = datetime.now(UTC)
-        runs: list[str] = []
-        findings: list[tuple[str, str, Finding]] = []
-        fired: list[Alert] = []
-        suppressed: list[Alert] = []
+        tally = _Tally(datetime.now(UTC))
         plan = self.end_to_end() if self.end_to_end is not None else None
+        # each pair is a one-job benchmark; its folder (run file, checkpoint) lives
+        # for the cycle: the runs are kept in the store
+        scratch = tempfile.TemporaryDirectory(prefix="shieldbench-monitor-")
         try:
             for spec in self.config.defenses:
                 defense = build_defense(spec)
                 try:
                     for suite in self.config.suites:
-                        run = self._run_suite(spec, defense, suite, plan)
+                        folder = Path(scratch.name) / f"{len(tally.runs):03d}"
+                        run = self._run_suite(spec, defense, suite, plan, folder)
                         self.store.add_run(run, source="monitor", tags=self._tags(suite))
-                        runs.append(run.id)
-                        for comparison, refs in self._references(spec, suite, run):
-                            for compare in (compare_runs_for_drift, compare_profiles_for_drift):
-                                for f in compare(
-                                    run,
-                                    refs,
-                                    comparison=comparison,
-                                    alpha=self.config.alpha,
-                                    min_effect=self.config.min_effect,
-                                ):
-                                    findings.append((spec, suite.name, f))
-                                    if f.alert:
-                                        alert = self._alert(spec, suite, run, f)
-                                        sent = self._send(alert)
-                                        (fired if sent else suppressed).append(alert)
+                        tally.runs.append(run.id)
+                        self._compare(spec, suite, run, tally)
                 finally:
                     close_every([defense])
         finally:
+            scratch.cleanup()
             if self.close_end_to_end is not None:
                 self.close_end_to_end(plan)
-        return CycleReport(started, tuple(runs), tuple(findings), tuple(fired), tuple(suppressed))
+        return tally.report()
+
+    def _compare(self, spec: str, suite: Suite, run: Run, tally: _Tally) -> None:
+        """Compare ``run`` with each reference; send (or cool down) an alert per finding."""
+        for comparison, refs in self._references(spec, suite, run):
+            for compare in (compare_runs_for_drift, compare_profiles_for_drift):
+                for f in compare(
+                    run,
+                    refs,
+                    comparison=comparison,
+                    alpha=self.config.alpha,
+                    min_effect=self.config.min_effect,
+                ):
+                    tally.findings.append((spec, suite.name, f))
+                    if f.alert:
+                        alert = self._alert(spec, suite, run, f)
+                        (tally.fired if self._send(alert) else tally.suppressed).append(alert)
 
     def _alert(self, spec: str, suite: Suite, run: Run, f: Finding) -> Alert:
         comparison = f.comparison.split(" ")[0]
