@@ -16,7 +16,6 @@ from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from shieldbench._columns import CHUNK, ColumnBuilder, outcome_columns, outcomes_from
 from shieldbench._views import RecordView
 from shieldbench.datasets._dataset import Dataset
 from shieldbench.defenses._protocol import Defense, defense_version
@@ -26,6 +25,7 @@ from shieldbench.engine._latency import BatchTally, alone_share
 from shieldbench.engine._progress import ProgressHook
 from shieldbench.engine._record import Recorder
 from shieldbench.errors import ConfigError, RunError
+from shieldbench.runfiles import CHUNK, ColumnBuilder, outcome_columns, outcomes_from
 from shieldbench.types import DefenseInfo, Outcome, Run, RunConfig, Sample
 
 if TYPE_CHECKING:
