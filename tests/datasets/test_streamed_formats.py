@@ -12,17 +12,16 @@ from __future__ import annotations
 import csv
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shieldbench.datasets import Dataset, content_hash, load_dataset
 from shieldbench.datasets._files import load_csv, load_jsonl, load_parquet
-
-from .conftest import write_dataset
 
 _TEXT = st.text(
     st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="\r"), min_size=1
@@ -39,7 +38,9 @@ def _columns(rows: list[tuple[str, bool, str]]) -> dict[str, list[object]]:
     }
 
 
-def _write_all(folder: Path, cols: dict[str, list[object]]) -> dict[str, Path]:
+def _write_all(
+    folder: Path, cols: dict[str, list[object]], write_dataset: Callable[..., Path]
+) -> dict[str, Path]:
     n = len(cols["id"])
     records = [{k: v[i] for k, v in cols.items()} for i in range(n)]
     jsonl = folder / "d.jsonl"
@@ -55,12 +56,17 @@ def _write_all(folder: Path, cols: dict[str, list[object]]) -> dict[str, Path]:
     return {"jsonl": jsonl, "csv": path_csv, "parquet": parquet, "hf": hf}
 
 
-@settings(max_examples=25, deadline=None)
+# hf_dataset is a pure function (it writes where it is told): safe to share
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(_ROW, min_size=1, max_size=12))
-def test_every_format_streams_to_the_hash_of_its_samples(rows: list[tuple[str, bool, str]]) -> None:
+def test_every_format_streams_to_the_hash_of_its_samples(
+    hf_dataset: Callable[..., Path], rows: list[tuple[str, bool, str]]
+) -> None:
     cols = _columns(rows)
     with tempfile.TemporaryDirectory() as tmp:
-        paths = _write_all(Path(tmp), cols)
+        paths = _write_all(Path(tmp), cols, hf_dataset)
         loaded = {
             "jsonl": load_jsonl(paths["jsonl"]),
             "csv": load_csv(paths["csv"]),

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 
 from shieldbench.store import _samples, open_store
 from shieldbench.store._models import SampleRow, SampleSetRow
@@ -41,7 +42,7 @@ def _run(n: int, run_id: str = "rows-1") -> Run:
     return Run(run_id, DefenseInfo("x", "x"), info, RunConfig(), samples, outcomes, NOW, NOW)
 
 
-def _whole_list_digest(samples: tuple[Sample, ...]) -> str:
+def _whole_list_digest(samples: Sequence[Sample]) -> str:
     """The digest as computed before 0004: one json.dumps over every field list."""
     records = [
         [s.id, s.text, s.label, s.category, s.subcategory, s.severity, s.tier, s.source,
@@ -79,7 +80,7 @@ def test_a_set_stored_as_one_document_still_reads_and_is_shared(store_url: str) 
     try:
         store.add_run(run, git=(None, None))
         with store.session() as s:  # make it what a store before 0004 holds
-            s.execute(SampleRow.__table__.delete())
+            s.execute(delete(SampleRow))
             document = _samples.sample_document(run.samples)
             s.execute(update(SampleSetRow).values(data=document))
             s.commit()

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from importlib import metadata
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from shieldbench._views import RecordView
 from shieldbench.datasets._dataset import Dataset
@@ -24,6 +24,7 @@ from shieldbench.engine._execute import capability, check_defense, execute
 from shieldbench.engine._latency import BatchTally, alone_share
 from shieldbench.engine._progress import ProgressHook
 from shieldbench.engine._record import Recorder
+from shieldbench.engine._resume import open_checkpoint
 from shieldbench.errors import ConfigError, RunError
 from shieldbench.runfiles import CHUNK, ColumnBuilder, outcome_columns, outcomes_from
 from shieldbench.types import DefenseInfo, Outcome, Run, RunConfig, Sample
@@ -179,6 +180,36 @@ def run_defense(
         >>> run.defense.spec, run.dataset.n_samples
         ('keyword', 2)
     """
+    _check_arguments(defense, dataset, config, checkpoint, resume, run_id)
+    info = DefenseInfo(
+        spec=defense.name if defense_spec is None else defense_spec,
+        name=defense.name,
+        version=defense_version(defense),
+    )
+    begun = _begin(dataset, info, config, checkpoint, resume, run_id)
+    try:
+        screened = _screen(defense, dataset.samples, config, begun, progress, end_to_end, executor)
+    finally:
+        if begun.writer is not None:
+            begun.writer.close()
+    finished = datetime.now(UTC)
+    env = environment(defense)
+    if executor is not None:
+        env["executor"] = type(executor).__name__
+    run = _assemble(dataset, config, begun, screened, finished, env, end_to_end, progress)
+    if begun.writer is not None and not keep_checkpoint:
+        begun.writer.path.unlink(missing_ok=True)
+    return run
+
+
+def _check_arguments(
+    defense: Defense,
+    dataset: Dataset,
+    config: RunConfig,
+    checkpoint: str | Path | None,
+    resume: bool,
+    run_id: str | None,
+) -> None:
     check_defense(defense)
     if not isinstance(dataset, Dataset):
         raise ConfigError(f"dataset must be a Dataset, got {type(dataset).__name__}")
@@ -188,105 +219,173 @@ def run_defense(
         raise ConfigError("resume=True needs the checkpoint path of the run to resume")
     if run_id is not None:
         _check_run_id(run_id)
-    info = DefenseInfo(
-        spec=defense.name if defense_spec is None else defense_spec,
-        name=defense.name,
-        version=defense_version(defense),
-    )
-    samples = dataset.samples
-    n = len(samples)
-    started = datetime.now(UTC)
-    writer: CheckpointWriter | None = None
-    restored: dict[str, Outcome] = {}
-    if checkpoint is not None and resume and Path(checkpoint).exists():
-        state = read_checkpoint(checkpoint, sample_ids={s.id for s in samples})
-        header = state.header
-        _check_compatible(Path(checkpoint), header, info, dataset, run_id)
-        run_id, started = header.run_id, header.started
-        restored = state.outcomes
-        writer = CheckpointWriter.reopen(checkpoint, state.valid_bytes)
-    else:
+
+
+class _Restore(Protocol):
+    """Outcomes restored from a checkpoint, handed out a window of positions at a time."""
+
+    restored: int
+
+    def window(self, start: int, ids: Sequence[str]) -> list[Outcome | None]: ...
+
+
+class _InMemory:
+    """A checkpoint without positions (an older one), restored by id from memory."""
+
+    def __init__(self, outcomes: dict[str, Outcome]) -> None:
+        self._outcomes = outcomes
+        self.restored = 0
+
+    def window(self, start: int, ids: Sequence[str]) -> list[Outcome | None]:
+        found = [self._outcomes.pop(i, None) for i in ids]
+        self.restored += sum(o is not None for o in found)
+        return found
+
+
+class _Nothing:
+    restored = 0
+
+    def window(self, start: int, ids: Sequence[str]) -> list[Outcome | None]:
+        return [None] * len(ids)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Begun:
+    """How a run starts: its id and start time, its checkpoint writer, what it restores."""
+
+    run_id: str
+    info: DefenseInfo
+    started: datetime
+    writer: CheckpointWriter | None
+    restore: _Restore
+
+
+def _begin(
+    dataset: Dataset,
+    info: DefenseInfo,
+    config: RunConfig,
+    checkpoint: str | Path | None,
+    resume: bool,
+    run_id: str | None,
+) -> _Begun:
+    """Open the checkpoint: a new one, or the one to resume (checked against the run)."""
+    if checkpoint is None or not (resume and Path(checkpoint).exists()):
+        started = datetime.now(UTC)
         run_id = new_run_id() if run_id is None else run_id
+        writer = None
         if checkpoint is not None:
             header = CheckpointHeader(run_id, info, dataset.info, config, started)
             writer = CheckpointWriter.create(checkpoint, header)
-    n_restored = len(restored)
+        return _Begun(run_id, info, started, writer, _Nothing())
+    spilled = open_checkpoint(checkpoint, n_samples=len(dataset))
+    restore: _Restore
+    if spilled is not None:
+        header, valid, restore = spilled.header, spilled.valid_bytes, spilled
+    else:  # an older checkpoint, without positions: every outcome by id, in memory
+        state = read_checkpoint(checkpoint, sample_ids={s.id for s in dataset.samples})
+        header, valid, restore = state.header, state.valid_bytes, _InMemory(state.outcomes)
+    _check_compatible(Path(checkpoint), header, info, dataset, run_id)
+    writer = CheckpointWriter.reopen(checkpoint, valid)
+    return _Begun(header.run_id, info, header.started, writer, restore)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Screened:
+    outcomes: Sequence[Outcome]
+    kept: list[Outcome]
+    kind: str
+    tally: BatchTally
+
+
+def _screen(
+    defense: Defense,
+    samples: Sequence[Sample],
+    config: RunConfig,
+    begun: _Begun,
+    progress: ProgressHook | None,
+    end_to_end: EndToEnd | None,
+    executor: Executor | None,
+) -> _Screened:
+    """Screen every sample a window at a time; outcomes past one window go to disk."""
+    n = len(samples)
     size = n if end_to_end is not None else window_size(config)
-    # Past one window, outcomes of a columnar dataset go to columnar memory too.
     store: ColumnBuilder[Outcome] | None = None
-    if isinstance(samples, RecordView) and n > size:
+    if isinstance(samples, RecordView) and n > size:  # outcomes to a spill file
         store = ColumnBuilder(outcome_columns, outcomes_from)
     kept: list[Outcome] = []
-    recorder = Recorder([], writer, progress, done=n_restored, total=n)
+    recorder = Recorder([], begun.writer, progress, total=n)
     kind = capability(defense)
     share = alone_share(config, n)  # the per-call sample is drawn over the whole run
     tally = BatchTally()
     stream = iter(samples)
-    try:
-        for start in range(0, max(n, 1), size):
-            block = list(islice(stream, size))  # the only samples held as objects
-            results = [restored.pop(s.id, None) for s in block]
-            todo = [i for i, r in enumerate(results) if r is None]
-            recorder.results = results
-            kind = execute(
-                defense,
-                _texts(block, end_to_end),
-                [s.id for s in block],
-                todo,
-                config=config if start == 0 else dataclasses.replace(config, warmup=0),
-                results=results,
-                executor=executor,
-                recorder=recorder,
-                alone=share,
-                tally=tally,
+    for start in range(0, max(n, 1), size):
+        block = list(islice(stream, size))  # the only samples held as objects
+        ids = [s.id for s in block]
+        results = begun.restore.window(start, ids)
+        todo = [i for i, r in enumerate(results) if r is None]
+        recorder.window(results, start, ids)
+        recorder.done += len(block) - len(todo)
+        kind = execute(
+            defense,
+            _texts(block, end_to_end),
+            ids,
+            todo,
+            config=config if start == 0 else dataclasses.replace(config, warmup=0),
+            results=results,
+            executor=executor,
+            recorder=recorder,
+            alone=share,
+            tally=tally,
+        )
+        if any(map(_is_none, results)):  # every path fills all positions; guard it
+            missing = [block[i].id for i, r in enumerate(results) if r is None]
+            raise RunError(
+                f"run {begun.run_id}: no outcome for {len(missing)} samples, e.g. {missing[0]!r}"
             )
-            if any(map(_is_none, results)):  # every path fills all positions; guard it
-                missing = [block[i].id for i, r in enumerate(results) if r is None]
-                raise RunError(
-                    f"run {run_id}: no outcome for {len(missing)} samples, e.g. {missing[0]!r}"
-                )
-            if store is not None:
-                store.extend(cast(list[Outcome], results))
-            else:
-                kept.extend(cast(list[Outcome], results))
-    finally:
-        if writer is not None:
-            writer.close()
-    finished = datetime.now(UTC)
+        (kept if store is None else store).extend(cast(list[Outcome], results))
     outcomes: Sequence[Outcome] = kept if store is None else store.finish()
+    return _Screened(outcomes, kept, kind, tally)
+
+
+def _assemble(
+    dataset: Dataset,
+    config: RunConfig,
+    begun: _Begun,
+    screened: _Screened,
+    finished: datetime,
+    env: dict[str, str],
+    end_to_end: EndToEnd | None,
+    progress: ProgressHook | None,
+) -> Run:
+    """The :class:`Run`: outcomes (end to end: completed by the plan), environment."""
+    samples, outcomes = dataset.samples, screened.outcomes
     extra: dict[str, object] = {}
     if end_to_end is not None:
         from shieldbench.engine._e2e import apply_end_to_end
         from shieldbench.judges import behaviour_profile
 
         outcomes = list(
-            apply_end_to_end(end_to_end, samples, kept, config=config, progress=progress)
+            apply_end_to_end(end_to_end, samples, screened.kept, config=config, progress=progress)
         )
         extra = end_to_end.describe()
         profile = behaviour_profile(samples, outcomes, canary=end_to_end.canary)
         extra["profile"] = profile.to_dict()
-    env = environment(defense)
-    env["capability"] = kind
-    env.update(tally.environment())
-    if executor is not None:
-        env["executor"] = type(executor).__name__
-    if n_restored:
-        env["resumed_outcomes"] = str(n_restored)
-    run = Run(
-        id=run_id,
-        defense=info,
+    env["capability"] = screened.kind
+    env.update(screened.tally.environment())
+    if begun.restore.restored:
+        env["resumed_outcomes"] = str(begun.restore.restored)
+    return Run(
+        id=begun.run_id,
+        defense=begun.info,
         dataset=dataset.info,
         config=config,
         samples=samples,
         outcomes=outcomes,
-        started=started,
+        started=begun.started,
         finished=finished,
         environment=env,
         end_to_end=extra,
     )
-    if writer is not None and not keep_checkpoint:
-        writer.path.unlink(missing_ok=True)
-    return run
 
 
 def window_size(config: RunConfig) -> int:
