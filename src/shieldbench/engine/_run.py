@@ -196,7 +196,7 @@ def run_defense(
     env = environment(defense)
     if executor is not None:
         env["executor"] = type(executor).__name__
-    run = _assemble(dataset, config, begun, screened, finished, env, end_to_end, progress)
+    run = _assemble(dataset, config, begun, screened, finished, env, end_to_end)
     if begun.writer is not None and not keep_checkpoint:
         begun.writer.path.unlink(missing_ok=True)
     return run
@@ -292,7 +292,6 @@ def _begin(
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Screened:
     outcomes: Sequence[Outcome]
-    kept: list[Outcome]
     kind: str
     tally: BatchTally
 
@@ -306,9 +305,14 @@ def _screen(
     end_to_end: EndToEnd | None,
     executor: Executor | None,
 ) -> _Screened:
-    """Screen every sample a window at a time; outcomes past one window go to disk."""
+    """Screen every sample a window at a time; outcomes past one window go to disk.
+
+    End to end, each window's samples the defense let through go to the target and
+    the judges before the next window is taken, so an end-to-end run is windowed the
+    same way (its records go to disk with the outcomes).
+    """
     n = len(samples)
-    size = n if end_to_end is not None else window_size(config)
+    size = window_size(config)
     store: ColumnBuilder[Outcome] | None = None
     if isinstance(samples, RecordView) and n > size:  # outcomes to a spill file
         store = ColumnBuilder(outcome_columns, outcomes_from)
@@ -342,9 +346,14 @@ def _screen(
             raise RunError(
                 f"run {begun.run_id}: no outcome for {len(missing)} samples, e.g. {missing[0]!r}"
             )
-        (kept if store is None else store).extend(cast(list[Outcome], results))
+        done = cast(list[Outcome], results)
+        if end_to_end is not None:  # the window's samples through the target and judges
+            from shieldbench.engine._e2e import apply_end_to_end
+
+            done = apply_end_to_end(end_to_end, block, done, config=config, progress=progress)
+        (kept if store is None else store).extend(done)
     outcomes: Sequence[Outcome] = kept if store is None else store.finish()
-    return _Screened(outcomes, kept, kind, tally)
+    return _Screened(outcomes, kind, tally)
 
 
 def _assemble(
@@ -355,18 +364,13 @@ def _assemble(
     finished: datetime,
     env: dict[str, str],
     end_to_end: EndToEnd | None,
-    progress: ProgressHook | None,
 ) -> Run:
     """The :class:`Run`: outcomes (end to end: completed by the plan), environment."""
     samples, outcomes = dataset.samples, screened.outcomes
     extra: dict[str, object] = {}
     if end_to_end is not None:
-        from shieldbench.engine._e2e import apply_end_to_end
         from shieldbench.judges import behaviour_profile
 
-        outcomes = list(
-            apply_end_to_end(end_to_end, samples, screened.kept, config=config, progress=progress)
-        )
         extra = end_to_end.describe()
         profile = behaviour_profile(samples, outcomes, canary=end_to_end.canary)
         extra["profile"] = profile.to_dict()
