@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from shieldbench.errors import StatisticsError
-from shieldbench.runfiles import ColumnarRows, outcomes_from
+from shieldbench.runfiles import CHUNK, ColumnarRows, outcomes_from
 from shieldbench.types import ErrorPolicy, Run
 
 __all__ = [
@@ -32,6 +32,10 @@ __all__ = [
     "score_columns",
     "scored",
 ]
+
+
+BLOCK = CHUNK
+"""Rows read at a time (one row group of a run file)."""
 
 
 def columnar(run: Run) -> bool:
@@ -51,7 +55,7 @@ def _gather(
     """
     out = np.empty(len(rows), dtype=dtype)
     start = 0
-    for block in rows.batches(list(names)):
+    for block in rows.batches(list(names), size=BLOCK):
         values = np.asarray(convert(block), dtype=dtype)
         out[start : start + len(values)] = values
         start += len(values)
@@ -134,7 +138,7 @@ def bad_outcomes(run: Run) -> list[Any]:
 
     rows: ColumnarRows[Any] = run.outcomes  # type: ignore[assignment]
     bad: list[Any] = []
-    for block in rows.batches():
+    for block in rows.batches(size=BLOCK):
         failed = block.filter(pc.not_equal(block.column("status"), "ok"))
         if failed.num_rows:
             bad.extend(
@@ -159,7 +163,7 @@ def scored(run: Run) -> bool:
 
     rows: ColumnarRows[Any] = run.outcomes  # type: ignore[assignment]
     with_verdict = missing = 0
-    for block in rows.batches(["blocked", "score"]):
+    for block in rows.batches(["blocked", "score"], size=BLOCK):
         blocked, score = block.column("blocked"), block.column("score")
         with_verdict += len(blocked) - blocked.null_count
         missing += pc.sum(pc.and_(pc.is_valid(blocked), pc.is_null(score))).as_py() or 0
