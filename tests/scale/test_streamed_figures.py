@@ -46,7 +46,7 @@ def _run(rows: list[tuple], policy: str) -> Run:  # type: ignore[type-arg]
         if status == "ok":
             outcomes.append(Outcome(f"s{i}", Verdict(blocked, score), "ok", latency_ms=latency))
         else:
-            outcomes.append(Outcome(f"s{i}", None, status, "boom", latency_ms=latency))  # type: ignore[arg-type]
+            outcomes.append(Outcome(f"s{i}", None, status, "boom", latency_ms=latency))
     info = DatasetInfo("inline", "sha256:0", len(rows))
     config = RunConfig(error_policy=policy)  # type: ignore[arg-type]
     return Run("r", DefenseInfo("d", "d"), info, config, tuple(samples), tuple(outcomes), NOW, NOW)
