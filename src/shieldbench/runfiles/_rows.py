@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -92,6 +93,11 @@ def _schema(names: Sequence[str]) -> Any:
     import pyarrow as pa
 
     return pa.schema([(n, arrow_type(_TYPES[n])) for n in names])
+
+
+def _remove_quietly(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
 class ArrowRows(ColumnarRows[R]):
@@ -214,6 +220,8 @@ class ColumnBuilder(Generic[R]):
 
             fd, self._path = tempfile.mkstemp(prefix="shieldbench-spill-", suffix=".parquet")
             os.close(fd)
+            # a load or run that fails midway drops its builder: the file goes with it
+            weakref.finalize(self, _remove_quietly, self._path)
             self._writer = pq.ParquetWriter(self._path, self._schema, compression="zstd")
         self._writer.write_batch(batch, row_group_size=self._chunk)
 
