@@ -3,7 +3,8 @@
 A run is written as its row, its tags, its samples (one row per sample, in a set
 shared by every run over the same list, see :mod:`shieldbench.store._samples`) and
 one compact outcome row per sample, each written a block of rows at a time. The
-*same* run (id, defense and version, data, start and end) is stored once; :mod:`shieldbench.store._runs` reads it back.
+*same* run (id, defense and version, data, start and end) is stored once;
+:mod:`shieldbench.store._runs` reads it back.
 
 Nothing is written unredacted (:mod:`shieldbench._redact`): what a defense or a
 server said (a verdict's label, reasons and details, error texts, the end-to-end
@@ -20,13 +21,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
-import numpy as np
 from sqlalchemy import Table, insert, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from shieldbench._redact import has_secrets, mask_secrets, redact, redact_all
-from shieldbench.metrics import confusion, quantile_interval, rate
+from shieldbench.metrics import confusion, latency_stats, rate
 from shieldbench.store._models import Base, RunRow, RunTagRow, SampleSetRow
 from shieldbench.store._runs import aware
 from shieldbench.store._samples import record_blocks, sample_digest
@@ -39,12 +39,8 @@ def _figures(run: Run) -> dict[str, Any]:
     counts = confusion(run)
     block = rate(counts.tp, counts.n_attacks)
     fpr = rate(counts.fp, counts.n_benign)
-    latencies = np.fromiter(
-        (o.latency_ms for o in run.outcomes if o.status == "ok" and o.latency_ms is not None),
-        dtype=float,
-    )
-    p50 = quantile_interval(latencies, 0.5)
-    p95 = quantile_interval(latencies, 0.95)
+    latency = latency_stats(run)  # columnar runs: read a block of rows at a time
+    p50, p95 = latency.p50, latency.p95
     return {
         "counts": {
             "tp": counts.tp,
