@@ -2,8 +2,9 @@
 
 Loaders hand it one record at a time (see :mod:`shieldbench.datasets._records` for
 the mapping rules); it checks each, hashes it into the dataset's content hash as it
-comes, and keeps the samples as objects up to one chunk, in Arrow columns beyond
-(:mod:`shieldbench._columns`), so a large file never sits in memory as objects.
+comes, and keeps the samples as objects up to one chunk, beyond that in a Parquet
+spill file on disk (:class:`~shieldbench.runfiles.ColumnBuilder`), so a large file
+never sits in memory, as objects or as columns.
 
 Example:
     >>> b = SampleBuilder("data.jsonl", RecordMapping())

@@ -54,7 +54,7 @@ class Dataset:
     by id) and computes the hash when none is given.
 
     ``samples`` is a tuple, or for a large dataset a columnar
-    :class:`~shieldbench._views.RecordView` (see :mod:`shieldbench._columns`) made by
+    :class:`~shieldbench._views.RecordView` (see :mod:`shieldbench.runfiles`) made by
     a loader that streamed its file, checked every record and hashed it on the way;
     such a view is taken as it is (not copied into objects, not checked again).
 

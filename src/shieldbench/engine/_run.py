@@ -395,7 +395,7 @@ def _assemble(
 def window_size(config: RunConfig) -> int:
     """How many samples the engine takes from the dataset at a time.
 
-    One chunk of columnar memory (:data:`~shieldbench._columns.CHUNK`), or more when
+    One chunk (:data:`~shieldbench.runfiles.CHUNK`), or more when
     batches times concurrency ask for it: the engine holds one window of samples,
     texts and outcomes as objects, whatever the size of the dataset.
     """
