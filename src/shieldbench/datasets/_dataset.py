@@ -114,10 +114,12 @@ class Dataset:
         )
 
     def label_counts(self) -> dict[str, int]:
-        column = getattr(self.samples, "column", None)
-        if column is not None:  # columnar: count the label column, make no records
-            pairs = column("label").value_counts().to_pylist()
-            counts = Counter({p["values"]: p["counts"] for p in pairs})
+        batches = getattr(self.samples, "batches", None)
+        if batches is not None:  # columnar: count the label column a block at a time
+            counts: Counter[str] = Counter()
+            for block in batches(["label"]):
+                for pair in block.column("label").value_counts().to_pylist():
+                    counts[pair["values"]] += pair["counts"]
         else:
             counts = Counter(s.label for s in self.samples)
         return {"attack": counts.get("attack", 0), "benign": counts.get("benign", 0)}
