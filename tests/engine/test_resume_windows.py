@@ -60,7 +60,7 @@ def _small_windows(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("the in-memory reader of old checkpoints was used")
 
-    monkeypatch.setattr(_run, "read_checkpoint", refuse)
+    monkeypatch.setattr(_resume, "read_checkpoint", refuse)
 
 
 @settings(max_examples=20, deadline=None)
@@ -112,7 +112,7 @@ def test_an_older_checkpoint_without_positions_still_resumes(
 ) -> None:
     from shieldbench.engine._checkpoint import read_checkpoint
 
-    monkeypatch.setattr(_run, "read_checkpoint", read_checkpoint)  # allowed here
+    monkeypatch.setattr(_resume, "read_checkpoint", read_checkpoint)  # allowed here
     head, lines = _full_lines(tmp_path)
     old = []
     for line in lines[:30]:

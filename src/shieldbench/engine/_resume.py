@@ -19,13 +19,21 @@ memory), so it still resumes.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from shieldbench.engine._checkpoint import CheckpointHeader, _parse
+from shieldbench.datasets import Dataset
+from shieldbench.engine._checkpoint import (
+    CheckpointHeader,
+    CheckpointWriter,
+    _parse,
+    read_checkpoint,
+)
 from shieldbench.errors import RunError
 from shieldbench.runfiles import (
     CHUNK,
@@ -36,9 +44,9 @@ from shieldbench.runfiles import (
     outcome_columns,
     outcomes_from,
 )
-from shieldbench.types import Outcome
+from shieldbench.types import DefenseInfo, Outcome, RunConfig
 
-__all__ = ["SpilledCheckpoint", "open_checkpoint"]
+__all__ = ["Begun", "Restore", "SpilledCheckpoint", "begin", "open_checkpoint"]
 
 
 class SpilledCheckpoint:
@@ -187,3 +195,93 @@ def open_checkpoint(path: str | Path, *, n_samples: int) -> SpilledCheckpoint | 
     if header is None:
         raise RunError(f"{source}: empty checkpoint (no header line); delete it to start over")
     return SpilledCheckpoint(header, spill.finish(), spill.ranges, valid, str(source))
+
+
+class Restore(Protocol):
+    """Outcomes restored from a checkpoint, handed out a window of positions at a time."""
+
+    restored: int
+
+    def window(self, start: int, ids: Sequence[str]) -> list[Outcome | None]: ...
+
+
+class InMemory:
+    """A checkpoint without positions (an older one), restored by id from memory."""
+
+    def __init__(self, outcomes: dict[str, Outcome]) -> None:
+        self._outcomes = outcomes
+        self.restored = 0
+
+    def window(self, start: int, ids: Sequence[str]) -> list[Outcome | None]:
+        found = [self._outcomes.pop(i, None) for i in ids]
+        self.restored += sum(o is not None for o in found)
+        return found
+
+
+class Nothing:
+    restored = 0
+
+    def window(self, start: int, ids: Sequence[str]) -> list[Outcome | None]:
+        return [None] * len(ids)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Begun:
+    """How a run starts: its id and start time, its checkpoint writer, what it restores."""
+
+    run_id: str
+    info: DefenseInfo
+    started: datetime
+    writer: CheckpointWriter | None
+    restore: Restore
+
+
+def begin(
+    dataset: Dataset,
+    info: DefenseInfo,
+    config: RunConfig,
+    checkpoint: str | Path | None,
+    resume: bool,
+    run_id: str | None,
+    new_id: Callable[[], str],
+) -> Begun:
+    """Open the checkpoint: a new one, or the one to resume (checked against the run)."""
+    if checkpoint is None or not (resume and Path(checkpoint).exists()):
+        started = datetime.now(UTC)
+        run_id = new_id() if run_id is None else run_id
+        writer = None
+        if checkpoint is not None:
+            header = CheckpointHeader(run_id, info, dataset.info, config, started)
+            writer = CheckpointWriter.create(checkpoint, header)
+        return Begun(run_id, info, started, writer, Nothing())
+    spilled = open_checkpoint(checkpoint, n_samples=len(dataset))
+    restore: Restore
+    if spilled is not None:
+        header, valid, restore = spilled.header, spilled.valid_bytes, spilled
+    else:  # an older checkpoint, without positions: every outcome by id, in memory
+        state = read_checkpoint(checkpoint, sample_ids={s.id for s in dataset.samples})
+        header, valid, restore = state.header, state.valid_bytes, InMemory(state.outcomes)
+    _check_compatible(Path(checkpoint), header, info, dataset, run_id)
+    writer = CheckpointWriter.reopen(checkpoint, valid)
+    return Begun(header.run_id, info, header.started, writer, restore)
+
+
+def _check_compatible(
+    path: Path, header: CheckpointHeader, info: DefenseInfo, dataset: Dataset, run_id: str | None
+) -> None:
+    if header.defense.spec != info.spec:
+        raise RunError(
+            f"{path}: this checkpoint was written by defense {header.defense.spec!r}, not"
+            f" {info.spec!r}; resume with the same defense, or delete the checkpoint to start over"
+        )
+    if header.dataset.content_hash != dataset.content_hash:
+        raise RunError(
+            f"{path}: this checkpoint was written for dataset {header.dataset.spec!r}"
+            f" ({header.dataset.content_hash}), but {dataset.name!r} hashes to"
+            f" {dataset.content_hash}; the data changed, so delete the checkpoint to start over"
+        )
+    if run_id is not None and run_id != header.run_id:
+        raise RunError(
+            f"{path}: this checkpoint belongs to run {header.run_id!r}, not {run_id!r};"
+            " omit the run id when resuming"
+        )

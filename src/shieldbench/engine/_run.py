@@ -14,17 +14,16 @@ from datetime import UTC, datetime
 from importlib import metadata
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, cast
 
 from shieldbench._views import RecordView
 from shieldbench.datasets._dataset import Dataset
 from shieldbench.defenses._protocol import Defense, defense_version
-from shieldbench.engine._checkpoint import CheckpointHeader, CheckpointWriter, read_checkpoint
 from shieldbench.engine._execute import capability, check_defense, execute
 from shieldbench.engine._latency import BatchTally, alone_share
 from shieldbench.engine._progress import ProgressHook
 from shieldbench.engine._record import Recorder
-from shieldbench.engine._resume import open_checkpoint
+from shieldbench.engine._resume import Begun, begin
 from shieldbench.errors import ConfigError, RunError
 from shieldbench.runfiles import CHUNK, ColumnBuilder, outcome_columns, outcomes_from
 from shieldbench.types import DefenseInfo, Outcome, Run, RunConfig, Sample
@@ -186,7 +185,7 @@ def run_defense(
         name=defense.name,
         version=defense_version(defense),
     )
-    begun = _begin(dataset, info, config, checkpoint, resume, run_id)
+    begun = begin(dataset, info, config, checkpoint, resume, run_id, new_run_id)
     try:
         screened = _screen(defense, dataset.samples, config, begun, progress, end_to_end, executor)
     finally:
@@ -221,74 +220,6 @@ def _check_arguments(
         _check_run_id(run_id)
 
 
-class _Restore(Protocol):
-    """Outcomes restored from a checkpoint, handed out a window of positions at a time."""
-
-    restored: int
-
-    def window(self, start: int, ids: Sequence[str]) -> list[Outcome | None]: ...
-
-
-class _InMemory:
-    """A checkpoint without positions (an older one), restored by id from memory."""
-
-    def __init__(self, outcomes: dict[str, Outcome]) -> None:
-        self._outcomes = outcomes
-        self.restored = 0
-
-    def window(self, start: int, ids: Sequence[str]) -> list[Outcome | None]:
-        found = [self._outcomes.pop(i, None) for i in ids]
-        self.restored += sum(o is not None for o in found)
-        return found
-
-
-class _Nothing:
-    restored = 0
-
-    def window(self, start: int, ids: Sequence[str]) -> list[Outcome | None]:
-        return [None] * len(ids)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Begun:
-    """How a run starts: its id and start time, its checkpoint writer, what it restores."""
-
-    run_id: str
-    info: DefenseInfo
-    started: datetime
-    writer: CheckpointWriter | None
-    restore: _Restore
-
-
-def _begin(
-    dataset: Dataset,
-    info: DefenseInfo,
-    config: RunConfig,
-    checkpoint: str | Path | None,
-    resume: bool,
-    run_id: str | None,
-) -> _Begun:
-    """Open the checkpoint: a new one, or the one to resume (checked against the run)."""
-    if checkpoint is None or not (resume and Path(checkpoint).exists()):
-        started = datetime.now(UTC)
-        run_id = new_run_id() if run_id is None else run_id
-        writer = None
-        if checkpoint is not None:
-            header = CheckpointHeader(run_id, info, dataset.info, config, started)
-            writer = CheckpointWriter.create(checkpoint, header)
-        return _Begun(run_id, info, started, writer, _Nothing())
-    spilled = open_checkpoint(checkpoint, n_samples=len(dataset))
-    restore: _Restore
-    if spilled is not None:
-        header, valid, restore = spilled.header, spilled.valid_bytes, spilled
-    else:  # an older checkpoint, without positions: every outcome by id, in memory
-        state = read_checkpoint(checkpoint, sample_ids={s.id for s in dataset.samples})
-        header, valid, restore = state.header, state.valid_bytes, _InMemory(state.outcomes)
-    _check_compatible(Path(checkpoint), header, info, dataset, run_id)
-    writer = CheckpointWriter.reopen(checkpoint, valid)
-    return _Begun(header.run_id, info, header.started, writer, restore)
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Screened:
     outcomes: Sequence[Outcome]
@@ -300,7 +231,7 @@ def _screen(
     defense: Defense,
     samples: Sequence[Sample],
     config: RunConfig,
-    begun: _Begun,
+    begun: Begun,
     progress: ProgressHook | None,
     end_to_end: EndToEnd | None,
     executor: Executor | None,
@@ -359,7 +290,7 @@ def _screen(
 def _assemble(
     dataset: Dataset,
     config: RunConfig,
-    begun: _Begun,
+    begun: Begun,
     screened: _Screened,
     finished: datetime,
     env: dict[str, str],
@@ -409,24 +340,3 @@ def _texts(samples: Sequence[Sample], plan: EndToEnd | None) -> list[str]:
     from shieldbench.targets import screened_text
 
     return [screened_text(s, plan.screen) for s in samples]
-
-
-def _check_compatible(
-    path: Path, header: CheckpointHeader, info: DefenseInfo, dataset: Dataset, run_id: str | None
-) -> None:
-    if header.defense.spec != info.spec:
-        raise RunError(
-            f"{path}: this checkpoint was written by defense {header.defense.spec!r}, not"
-            f" {info.spec!r}; resume with the same defense, or delete the checkpoint to start over"
-        )
-    if header.dataset.content_hash != dataset.content_hash:
-        raise RunError(
-            f"{path}: this checkpoint was written for dataset {header.dataset.spec!r}"
-            f" ({header.dataset.content_hash}), but {dataset.name!r} hashes to"
-            f" {dataset.content_hash}; the data changed, so delete the checkpoint to start over"
-        )
-    if run_id is not None and run_id != header.run_id:
-        raise RunError(
-            f"{path}: this checkpoint belongs to run {header.run_id!r}, not {run_id!r};"
-            " omit the run id when resuming"
-        )
