@@ -98,3 +98,25 @@ def test_the_hash_of_a_file_is_the_value_it_had(tmp_path: Path) -> None:
     )
     expected = "sha256:" + hashlib.sha256(lines.encode()).hexdigest()
     assert load_jsonl(path).content_hash == expected
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(_ROW, min_size=1, max_size=30), st.integers(1, 6))
+def test_size_warnings_and_label_counts_of_a_columnar_dataset_are_those_of_its_samples(
+    rows: list[tuple[str, bool, str]], chunk: int
+) -> None:
+    from shieldbench.datasets import sample_size_warnings
+    from shieldbench.datasets._builder import SampleBuilder
+    from shieldbench.datasets._records import RecordMapping
+    from shieldbench.runfiles import ColumnarRows
+
+    cols = _columns(rows)
+    builder = SampleBuilder("d", RecordMapping(), chunk=chunk)
+    for i in range(len(rows)):
+        builder.add({k: v[i] for k, v in cols.items()}, line=i + 1)
+    ds = builder.build("d")
+    objects = list(ds)
+    if len(rows) > chunk:
+        assert isinstance(ds.samples, ColumnarRows)
+    assert sample_size_warnings(ds.samples, margin=0.2) == sample_size_warnings(objects, margin=0.2)
+    assert ds.label_counts() == Dataset("o", tuple(objects)).label_counts()
