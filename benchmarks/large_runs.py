@@ -184,8 +184,9 @@ def main() -> int:
     save = "--save" in sys.argv
     sizes = [int(a) for a in args] or [100_000, 1_000_000, 10_000_000]
     work = Path(tempfile.mkdtemp(prefix="sb-large-"))
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     lines = [
-        f"# large_runs.py {' '.join(map(str, sizes))}  ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())},"
+        f"# large_runs.py {' '.join(map(str, sizes))}  ({when},"
         f" load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs)"
     ]
 
