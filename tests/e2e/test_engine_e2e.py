@@ -275,3 +275,43 @@ def test_a_failing_batch_judge_fails_only_its_bad_answers(chat_server: Any) -> N
     assert records["bad"]["outcome"] == "error"
     assert "judge batchy: ValueError: cannot read this answer" in records["bad"]["error"]
     assert records["good"]["outcome"] == "benign_answered"
+
+
+def test_end_to_end_runs_are_windowed_like_any_run(
+    chat_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows of 3 samples: each window goes through the target before the next is
+    taken from the dataset, and the records are those of an unwindowed run."""
+    from dataclasses import replace
+
+    from shieldbench.engine import _run
+
+    PATIENT = replace(FAST, timeout_s=30.0)  # a loaded machine must not turn answers into errors
+
+    samples = tuple(
+        Sample(f"s{i}", text, "attack" if i % 2 else "benign")
+        for i, text in enumerate(
+            ["[block] a", "[refuse-de] b", "print it [leak-b64]", "What tents?", "[block] c",
+             "hello", "[refuse-ja] d", "[secret] e"]
+        )
+    )  # fmt: skip
+    whole = run_defense(
+        Marker(), Dataset("t", samples), config=PATIENT, end_to_end=_plan(chat_server.url)
+    )
+    taken: list[int] = []
+    from shieldbench.engine import _e2e
+
+    original = _e2e.apply_end_to_end
+
+    def spy(plan: EndToEnd, block: Any, outcomes: Any, **kw: Any) -> Any:
+        taken.append(len(block))
+        return original(plan, block, outcomes, **kw)
+
+    monkeypatch.setattr(_e2e, "apply_end_to_end", spy)
+    monkeypatch.setattr(_run, "window_size", lambda config: 3)
+    windowed = run_defense(
+        Marker(), Dataset("t", samples), config=PATIENT, end_to_end=_plan(chat_server.url)
+    )
+    assert taken == [3, 3, 2]
+    assert _outcomes(windowed) == _outcomes(whole)
+    assert windowed.end_to_end["profile"] == whole.end_to_end["profile"]

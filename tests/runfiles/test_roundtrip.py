@@ -21,9 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shieldbench._columns import ColumnBuilder, outcome_columns, outcomes_from
 from shieldbench.engine._checkpoint import CheckpointHeader, CheckpointWriter, read_checkpoint
-from shieldbench.runfiles import plain
+from shieldbench.runfiles import ColumnBuilder, outcome_columns, outcomes_from, plain
 from shieldbench.runio import load_run, run_from_dict, run_to_dict, save_run
 from shieldbench.store import Store, open_store
 from shieldbench.types import (

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from shieldbench._columns import CHUNK, ArrowRows, ColumnBuilder, outcome_columns, outcomes_from
 from shieldbench._views import RecordView
 from shieldbench.datasets import Dataset, content_hash, load_jsonl
 from shieldbench.datasets._builder import SampleBuilder
@@ -26,6 +25,13 @@ from shieldbench.engine import run_defense
 from shieldbench.engine._run import window_size
 from shieldbench.errors import DatasetError
 from shieldbench.metrics import summarize
+from shieldbench.runfiles import (
+    CHUNK,
+    ColumnBuilder,
+    ParquetRows,
+    outcome_columns,
+    outcomes_from,
+)
 from shieldbench.runio import load_run, save_run
 from shieldbench.store import _runwrite, _samples, open_store
 from shieldbench.types import DefenseInfo, ErrorPolicy, Outcome, Run, RunConfig, Sample, Verdict
@@ -65,7 +71,7 @@ def test_a_dataset_streamed_into_columns_has_the_samples_and_hash_of_the_eager_o
     eager = _build(records, chunk=CHUNK)  # one chunk: a tuple of samples, as always
     columnar = _build(records, chunk=8)  # seven chunks of columns
     assert isinstance(eager.samples, tuple)
-    assert isinstance(columnar.samples, ArrowRows)
+    assert isinstance(columnar.samples, ParquetRows)
     assert list(columnar) == list(eager)
     assert [dict(s.metadata) for s in columnar] == [dict(s.metadata) for s in eager]
     assert [s.messages for s in columnar] == [s.messages for s in eager]
@@ -158,7 +164,7 @@ def test_the_engine_reads_the_dataset_a_window_at_a_time(tmp_path: Path) -> None
     assert (defense.checked, data.handed_out) == (n, n)
     # never more than one window (plus the chunk being read) ahead of the defense
     assert defense.lead <= size + 1000
-    assert isinstance(run.outcomes, ArrowRows)  # past one window: outcomes in columns
+    assert isinstance(run.outcomes, ParquetRows)  # past one window: outcomes on disk
     assert [o.sample_id for o in run.outcomes] == [f"s{i}" for i in range(n)]
     assert sum(o.verdict is not None and o.verdict.blocked for o in run.outcomes) == n // 2
     path = save_run(run, tmp_path / "run.parquet")
@@ -218,7 +224,7 @@ def test_metrics_over_columns_equal_metrics_over_objects(policy: ErrorPolicy) ->
     head = (DefenseInfo("x", "x"), data.info, config)
     columnar = Run("r", *head, data.samples, columns, now, now)
     objects = Run("r", *head, tuple(data), tuple(columns), now, now)
-    assert isinstance(columnar.samples, ArrowRows)
+    assert isinstance(columnar.samples, ParquetRows)
     assert isinstance(objects.samples, tuple)
     assert summarize(columnar).to_dict() == summarize(objects).to_dict()
 

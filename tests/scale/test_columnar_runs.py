@@ -65,7 +65,7 @@ def test_a_parquet_run_file_reads_back_as_the_same_run(tmp_path: Path, n: int) -
 
 
 def test_rows_are_written_in_row_groups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import shieldbench._runparquet as columnar
+    import shieldbench.runfiles._parquet as columnar
 
     monkeypatch.setattr(columnar, "ROW_GROUP", 40)
     run = _run(150)

@@ -2,8 +2,9 @@
 
 Loaders hand it one record at a time (see :mod:`shieldbench.datasets._records` for
 the mapping rules); it checks each, hashes it into the dataset's content hash as it
-comes, and keeps the samples as objects up to one chunk, in Arrow columns beyond
-(:mod:`shieldbench._columns`), so a large file never sits in memory as objects.
+comes, and keeps the samples as objects up to one chunk, beyond that in a Parquet
+spill file on disk (:class:`~shieldbench.runfiles.ColumnBuilder`), so a large file
+never sits in memory, as objects or as columns.
 
 Example:
     >>> b = SampleBuilder("data.jsonl", RecordMapping())
@@ -25,7 +26,6 @@ from array import array
 from collections.abc import Mapping
 from typing import Any
 
-from shieldbench._columns import CHUNK, ArrowRows, ColumnBuilder, sample_columns, samples_from
 from shieldbench.datasets._dataset import Dataset, hash_line
 from shieldbench.datasets._records import (
     MAX_FIELD_DEPTH,
@@ -36,6 +36,13 @@ from shieldbench.datasets._records import (
     type_name,
 )
 from shieldbench.errors import DatasetError
+from shieldbench.runfiles import (
+    CHUNK,
+    ColumnarRows,
+    ColumnBuilder,
+    sample_columns,
+    samples_from,
+)
 from shieldbench.types import LABELS, SEVERITIES, TIERS, Label, Sample, _check_messages
 
 __all__ = ["SampleBuilder"]
@@ -64,8 +71,13 @@ class SampleBuilder:
         self._store = ColumnBuilder(sample_columns, samples_from, chunk=chunk)
         self._digest = hashlib.sha256()  # the content hash, computed as records stream in
         self._first: dict[str, tuple[str, int]] = {}  # ids of the chunk still held as objects
-        self._lines = array("q")  # each sample's line, and where the file changed:
-        self._paths: list[tuple[int, str]] = []  # for errors about ids in stored chunks
+        # For errors about ids repeated across chunks, in memory that does not grow
+        # with the file: where the line number stops being row + offset (a blank line,
+        # a record over several lines), where the file changed, and a 64-bit hash of
+        # each id (8 bytes a sample; sorted in place once, at the end).
+        self._offsets: list[tuple[int, int]] = []
+        self._paths: list[tuple[int, str]] = []
+        self._hashes = array("q")
 
     def _error(self, message: str, line: int | None, field_name: str | None) -> DatasetError:
         return DatasetError(message, path=self.path, line=line, field=field_name)
@@ -248,7 +260,10 @@ class SampleBuilder:
         self._first[sample_id] = (self.path, line)
         if not self._paths or self._paths[-1][1] != self.path:
             self._paths.append((self._store.rows, self.path))
-        self._lines.append(line)
+        row = self._store.rows
+        if not self._offsets or self._offsets[-1][1] != line - row:
+            self._offsets.append((row, line - row))
+        self._hashes.append(hash(sample_id))
         self._digest.update(hash_line(sample))
         self._store.add(sample)
 
@@ -263,29 +278,40 @@ class SampleBuilder:
 
     def _where(self, row: int) -> tuple[str, int]:
         path = next(p for start, p in reversed(self._paths) if start <= row)
-        return path, self._lines[row]
+        offset = next(o for start, o in reversed(self._offsets) if start <= row)
+        return path, row + offset
 
-    def _check_ids(self, rows: ArrowRows[Sample]) -> None:
-        """Ids repeated across chunks (within a chunk :meth:`add` caught them)."""
-        import pyarrow.compute as pc
+    def _check_ids(self, rows: ColumnarRows[Sample]) -> None:
+        """Ids repeated across chunks (within a chunk :meth:`add` caught them).
 
-        ids = rows.column("id")
-        if pc.count_distinct(ids).as_py() == len(rows):
+        The ids' hashes are sorted in place; only ids whose hash repeats (a repeated
+        id, or a rare collision) are then looked for, a block of rows at a time.
+        """
+        import numpy as np
+
+        hashes = np.frombuffer(self._hashes, dtype=np.int64)
+        hashes.sort()
+        repeated = set(hashes[1:][hashes[1:] == hashes[:-1]].tolist())
+        self._hashes = array("q")
+        if not repeated:
             return
-        counts = pc.value_counts(ids)
-        repeated = pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))
-        where = pc.indices_nonzero(pc.is_in(ids, value_set=repeated)).to_pylist()
         seen: dict[str, int] = {}
-        for row, sample_id in zip(where, pc.take(ids, where).to_pylist(), strict=True):
-            if sample_id in seen:
-                self._duplicate(sample_id, self._where(seen[sample_id]), self._where(row))
-            seen[sample_id] = row
+        start = 0
+        for block in rows.batches(["id"]):
+            ids = block.column("id").to_pylist()
+            for i, sample_id in enumerate(ids):
+                if hash(sample_id) not in repeated:
+                    continue
+                if sample_id in seen:
+                    self._duplicate(sample_id, self._where(seen[sample_id]), self._where(start + i))
+                seen[sample_id] = start + i
+            start += len(ids)
 
     def build(self, name: str, *, description: str = "") -> Dataset:
         """The dataset; an error when no record was added (an empty benchmark measures nothing).
 
         Up to one chunk of samples the dataset holds a tuple of samples; beyond, the
-        samples stay in columnar memory (:class:`~shieldbench._columns.ArrowRows`),
+        samples stay on disk in columns (:class:`~shieldbench.runfiles.ParquetRows`),
         hashed as they were added.
         """
         if not self._store.rows:

@@ -54,7 +54,7 @@ class Dataset:
     by id) and computes the hash when none is given.
 
     ``samples`` is a tuple, or for a large dataset a columnar
-    :class:`~shieldbench._views.RecordView` (see :mod:`shieldbench._columns`) made by
+    :class:`~shieldbench._views.RecordView` (see :mod:`shieldbench.runfiles`) made by
     a loader that streamed its file, checked every record and hashed it on the way;
     such a view is taken as it is (not copied into objects, not checked again).
 
@@ -114,10 +114,12 @@ class Dataset:
         )
 
     def label_counts(self) -> dict[str, int]:
-        column = getattr(self.samples, "column", None)
-        if column is not None:  # columnar: count the label column, make no records
-            pairs = column("label").value_counts().to_pylist()
-            counts = Counter({p["values"]: p["counts"] for p in pairs})
+        batches = getattr(self.samples, "batches", None)
+        if batches is not None:  # columnar: count the label column a block at a time
+            counts: Counter[str] = Counter()
+            for block in batches(["label"]):
+                for pair in block.column("label").value_counts().to_pylist():
+                    counts[pair["values"]] += pair["counts"]
         else:
             counts = Counter(s.label for s in self.samples)
         return {"attack": counts.get("attack", 0), "benign": counts.get("benign", 0)}

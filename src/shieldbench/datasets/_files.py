@@ -30,7 +30,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from shieldbench.datasets._dataset import Dataset
 from shieldbench.datasets._records import MAPPING_OPTIONS, MAX_FIELD_DEPTH, RecordMapping
 from shieldbench.errors import DatasetError
 from shieldbench.registry import datasets
+from shieldbench.runfiles import CHUNK
 from shieldbench.spec import Spec
 
 __all__ = [
@@ -85,11 +86,12 @@ def read_utf8(path: str | Path) -> str:
     return text
 
 
-def _file_lines(path: str | Path) -> Iterator[str]:
+def _file_lines(path: str | Path, *, keepends: bool = False) -> Iterator[str]:
     """The lines of a UTF-8 file, read and decoded one at a time (a stream, not the file).
 
     The same checks and messages as :func:`read_utf8` (missing, not a file, invalid
     UTF-8 naming line, byte offset and column, empty); "empty" is found at the end.
+    ``keepends``: each line keeps its ``\n`` (what the CSV reader needs).
     """
     p = Path(path)
     if not p.exists():
@@ -112,7 +114,7 @@ def _file_lines(path: str | Path) -> Iterator[str]:
                 ) from None
             offset += len(raw)
             blank = blank and not line.strip()
-            yield line.removesuffix("\n")
+            yield line if keepends else line.removesuffix("\n")
     if blank:
         raise DatasetError("the file is empty", path=p)
 
@@ -187,11 +189,15 @@ def load_jsonl(
     return builder.build(name or f"jsonl:{path}")
 
 
-def _csv_rows(text: str, path: str | Path) -> Iterator[tuple[int, list[str]]]:
-    """``(start line, cells)`` for each non-blank CSV row, header included."""
+def _csv_rows(text: str | Iterator[str], path: str | Path) -> Iterator[tuple[int, list[str]]]:
+    """``(start line, cells)`` for each non-blank CSV row, header included.
+
+    ``text`` is the file's text, or its lines with their ends (a streamed file).
+    """
     if csv.field_size_limit() < _CSV_FIELD_LIMIT:
         csv.field_size_limit(_CSV_FIELD_LIMIT)
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    lines = io.StringIO(text, newline="") if isinstance(text, str) else text
+    reader = csv.reader(lines, strict=True)
     start = 1
     while True:
         try:
@@ -212,10 +218,12 @@ def load_csv(
     name: str | None = None,
     id_prefix: str | None = None,
 ) -> Dataset:
-    """A CSV file with a header row; empty cells are missing values."""
-    text = read_utf8(path)
+    """A CSV file with a header row; empty cells are missing values.
+
+    Read as a stream, a line at a time, like :func:`load_jsonl`.
+    """
     builder = SampleBuilder(str(path), mapping or RecordMapping(), id_prefix=id_prefix)
-    rows = _csv_rows(text, path)
+    rows = _csv_rows(_file_lines(path, keepends=True), path)
     _, header = next(rows)
     header = [h.strip() for h in header]
     seen: set[str] = set()
@@ -271,7 +279,7 @@ def _check_columns(
 
 
 def rows_to_dataset(
-    rows: list[dict[str, Any]],
+    rows: Iterable[dict[str, Any]],
     columns: list[str],
     *,
     path: str,
@@ -279,7 +287,9 @@ def rows_to_dataset(
     name: str,
     id_prefix: str | None = None,
 ) -> Dataset:
-    """Shared by the table loaders (parquet, hf-disk): line = 1-based row number."""
+    """Shared by the table loaders (parquet, hf-disk): line = 1-based row number.
+
+    ``rows`` is consumed as a stream (a generator reading a batch at a time)."""
     _check_columns(columns, mapping, path, line=None)
     builder = SampleBuilder(path, mapping, id_prefix=id_prefix)
     for index, row in enumerate(rows, start=1):
@@ -294,7 +304,8 @@ def load_parquet(
     name: str | None = None,
     id_prefix: str | None = None,
 ) -> Dataset:
-    """A parquet table (read with pyarrow); errors name the 1-based row as the line."""
+    """A parquet table (read with pyarrow, a batch of rows at a time); errors name the
+    1-based row as the line."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -304,19 +315,30 @@ def load_parquet(
             "file not found; check the path" if not p.exists() else "not a file", path=p
         )
     try:
-        table = pq.read_table(p)
+        parquet = pq.ParquetFile(p)
     except (pa.ArrowException, OSError) as exc:
         raise DatasetError(f"not a readable parquet file: {exc}", path=p) from None
-    if table.num_rows == 0:
+    if parquet.metadata.num_rows == 0:
         raise DatasetError("the table has no rows", path=p)
     return rows_to_dataset(
-        table.to_pylist(),
-        list(table.column_names),
+        _parquet_rows(parquet, p),
+        list(parquet.schema_arrow.names),
         path=str(p),
         mapping=mapping or RecordMapping(),
         name=name or f"parquet:{path}",
         id_prefix=id_prefix,
     )
+
+
+def _parquet_rows(parquet: Any, path: Path) -> Iterator[dict[str, Any]]:
+    """The rows of a Parquet file, read a row group's batch at a time."""
+    import pyarrow as pa
+
+    try:
+        for batch in parquet.iter_batches(batch_size=CHUNK):
+            yield from batch.to_pylist()
+    except (pa.ArrowException, OSError) as exc:
+        raise DatasetError(f"not a readable parquet file: {exc}", path=path) from None
 
 
 def load_pint(

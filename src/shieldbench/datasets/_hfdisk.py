@@ -13,7 +13,8 @@ A ``ClassLabel`` label column is stored as integers; they are turned into the
 class names from ``dataset_info.json`` before label mapping, so
 ``names: ["benign", "injection"]`` works with the default vocabulary. The usual
 mapping options apply (``text=``, ``label=``, ``attack=``, ...); errors name the
-1-based row as the line.
+1-based row as the line. The shards are read a record batch at a time (never a
+whole table), so a dataset larger than memory loads in the memory of one batch.
 
 Example:
     >>> from shieldbench.datasets import load_dataset
@@ -23,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +85,54 @@ def _class_names(folder: Path) -> dict[str, list[str]]:
     }
 
 
+def _open_stream(arrow: Path) -> Any:
+    """An Arrow IPC stream reader over one data file (read, not memory-mapped: mapped
+    pages would count in the process's resident memory)."""
+    import pyarrow as pa
+
+    try:
+        return pa.ipc.open_stream(pa.OSFile(str(arrow), "r"))
+    except (pa.ArrowException, OSError) as exc:
+        raise DatasetError(f"not a readable Arrow stream file: {exc}", path=arrow) from None
+
+
+def _rows(
+    first: Any, arrows: list[Path], class_names: dict[str, list[str]], folder: Path
+) -> Iterator[dict[str, Any]]:
+    """Every row of every shard, a record batch at a time, class indices made names."""
+    import pyarrow as pa
+
+    index = 0
+    for k, arrow in enumerate(arrows):
+        reader = first if k == 0 else _open_stream(arrow)
+        try:
+            for batch in reader:
+                for row in batch.to_pylist():
+                    index += 1
+                    _name_classes(row, class_names, folder, index)
+                    yield row
+        except pa.ArrowException as exc:
+            raise DatasetError(f"not a readable Arrow stream file: {exc}", path=arrow) from None
+    if index == 0:
+        raise DatasetError("the dataset has no rows", path=folder)
+
+
+def _name_classes(
+    row: dict[str, Any], class_names: dict[str, list[str]], folder: Path, index: int
+) -> None:
+    for column, names in class_names.items():
+        value = row.get(column)
+        if isinstance(value, int) and not isinstance(value, bool):
+            if not 0 <= value < len(names):
+                raise DatasetError(
+                    f"class index {value} outside the ClassLabel names {names}",
+                    path=folder,
+                    line=index,
+                    field=column,
+                )
+            row[column] = names[value]
+
+
 def load_hf_disk(
     path: str | Path,
     *,
@@ -90,9 +140,8 @@ def load_hf_disk(
     mapping: RecordMapping | None = None,
     name: str | None = None,
 ) -> Dataset:
-    """Load a ``save_to_disk`` folder (see the module docstring)."""
-    import pyarrow as pa
-
+    """Load a ``save_to_disk`` folder (see the module docstring), streamed: one record
+    batch of one shard at a time, hashed as it goes."""
     root = Path(path)
     if not root.is_dir():
         what = "folder not found" if not root.exists() else "not a folder"
@@ -106,33 +155,13 @@ def load_hf_disk(
     files = [f.get("filename") for f in _json(state_file).get("_data_files") or []]
     if not files:
         raise DatasetError("state.json lists no _data_files", path=state_file)
-    tables = []
-    for filename in files:
-        arrow = folder / str(filename)
-        try:
-            with pa.memory_map(str(arrow)) as source:
-                tables.append(pa.ipc.open_stream(source).read_all())
-        except (pa.ArrowException, OSError) as exc:
-            raise DatasetError(f"not a readable Arrow stream file: {exc}", path=arrow) from None
-    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-    if table.num_rows == 0:
-        raise DatasetError("the dataset has no rows", path=folder)
-    rows = table.to_pylist()
-    for column, names in _class_names(folder).items():
-        for index, row in enumerate(rows, start=1):
-            value = row.get(column)
-            if isinstance(value, int) and not isinstance(value, bool):
-                if not 0 <= value < len(names):
-                    raise DatasetError(
-                        f"class index {value} outside the ClassLabel names {names}",
-                        path=folder,
-                        line=index,
-                        field=column,
-                    )
-                row[column] = names[value]
+    arrows = [folder / str(filename) for filename in files]
+    first = _open_stream(arrows[0])
+    columns = list(first.schema.names)
+    rows = _rows(first, arrows, _class_names(folder), folder)
     return rows_to_dataset(
         rows,
-        list(table.column_names),
+        columns,
         path=str(folder),
         mapping=mapping or RecordMapping(),
         name=name or f"hf-disk:{path}",

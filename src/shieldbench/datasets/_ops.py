@@ -123,9 +123,17 @@ def sample_size_warnings(
     required = required_sample_size(margin=margin, rate=rate, confidence=confidence)
     by_label: Counter[str] = Counter()
     by_category: Counter[tuple[str, str]] = Counter()
-    for s in samples:
-        by_label[s.label] += 1
-        by_category[(s.label, s.category)] += 1
+    batches = getattr(samples, "batches", None)
+    if batches is not None:  # columnar: count two columns a block at a time, no records
+        for block in batches(["label", "category"]):
+            labels, categories = block.column("label"), block.column("category")
+            by_category.update(zip(labels.to_pylist(), categories.to_pylist(), strict=True))
+        for (label, _), n in by_category.items():
+            by_label[label] += n
+    else:
+        for s in samples:
+            by_label[s.label] += 1
+            by_category[(s.label, s.category)] += 1
     out: list[SampleSizeWarning] = []
     for label in LABELS:
         n = by_label.get(label, 0)

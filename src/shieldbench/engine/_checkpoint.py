@@ -4,12 +4,14 @@ Format (one JSON object per line, UTF-8)::
 
     {"kind": "shieldbench.checkpoint", "version": 1, "run_id": ..., "defense": {...},
      "dataset": {...}, "config": {...}, "started": "2026-01-01T12:00:00+00:00"}
-    {"sample_id": "a1", "verdict": {...}, "status": "ok", ..., "attempts": 1}
+    {"position": 0, "sample_id": "a1", "verdict": {...}, "status": "ok", ..., "attempts": 1}
     ...
 
 Both kinds of line are written and read by the records' one codec
 (:mod:`shieldbench.runfiles`): the header's fields are the run header's
-(``run_id`` is the run's ``id``), an outcome line is ``Outcome.to_dict()``.
+(``run_id`` is the run's ``id``), an outcome line is ``Outcome.to_dict()`` plus
+``position``, the sample's index in the dataset (lines written before positions
+existed have none; they resume through :func:`read_checkpoint`, in memory).
 
 Outcome lines are appended in completion order (not dataset order). The file is
 flushed every :data:`FLUSH_INTERVAL_S` and fsynced every :data:`FSYNC_INTERVAL_S`
@@ -135,6 +137,7 @@ def read_checkpoint(path: str | Path, *, sample_ids: Collection[str]) -> Restore
         if not line.strip():
             continue
         data = _parse(line, source, number)
+        data.pop("position", None)
         try:
             outcome = decode_record(Outcome, data, where=f"{source}:{number}")
         except RunError as exc:
@@ -201,8 +204,13 @@ class CheckpointWriter:
         fh = target.open("a", encoding="utf-8", errors="backslashreplace", newline="\n")
         return cls(target, fh)
 
-    def add(self, outcome: Outcome) -> None:
-        text = json.dumps(plain(outcome.to_dict()), ensure_ascii=False)
+    def add(self, outcome: Outcome, position: int | None = None) -> None:
+        """Append ``outcome``; ``position`` is its sample's index in the dataset (what a
+        resume looks outcomes up by, see :mod:`shieldbench.engine._resume`)."""
+        record = plain(outcome.to_dict())
+        if position is not None:
+            record = {"position": position, **record}
+        text = json.dumps(record, ensure_ascii=False)
         line = mask_secrets(text) + "\n"
         with self._lock:
             if self._closed:

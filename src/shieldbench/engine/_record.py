@@ -19,7 +19,7 @@ only when it is due, so progress costs one float comparison per outcome.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from math import inf
 from typing import Protocol
 
@@ -32,7 +32,7 @@ __all__ = ["Recorder", "Sink"]
 class Sink(Protocol):
     """Where finished outcomes go as they complete (the checkpoint writer)."""
 
-    def add(self, outcome: Outcome) -> None: ...
+    def add(self, outcome: Outcome, position: int | None = None) -> None: ...
 
     def flush_due(self, now: float) -> None: ...
 
@@ -44,7 +44,7 @@ class Recorder:
     checkpoint), so progress counts them.
     """
 
-    __slots__ = ("done", "report_at", "reporter", "results", "sink")
+    __slots__ = ("_ids", "_index", "done", "offset", "report_at", "reporter", "results", "sink")
 
     def __init__(
         self,
@@ -57,17 +57,34 @@ class Recorder:
     ) -> None:
         self.results = results
         self.sink = sink
+        self.offset = 0
+        self._ids: Sequence[str] = ()
+        self._index: dict[str, int] | None = None
         self.done = done
         total = len(results) if total is None else total
         self.reporter = None if progress is None else Reporter(progress, 0, total)
         self.report_at = inf if progress is None else 0.0
+
+    def window(self, results: list[Outcome | None], offset: int, ids: Sequence[str]) -> None:
+        """Start a window: ``results[i]`` is dataset position ``offset + i``, sample ``ids[i]``
+        (the checkpoint records each outcome's dataset position)."""
+        self.results = results
+        self.offset = offset
+        self._ids = ids
+        self._index = None
 
     def put(self, i: int, outcome: Outcome) -> None:
         """Record the outcome of position ``i`` (not recorded before)."""
         self.results[i] = outcome
         self.done += 1
         if self.sink is not None:
-            self.sink.add(outcome)
+            self.sink.add(outcome, self.offset + i)
+
+    def _position(self, sample_id: str) -> int | None:
+        if self._index is None:
+            self._index = {s: i for i, s in enumerate(self._ids)}
+        i = self._index.get(sample_id)
+        return None if i is None else self.offset + i
 
     def logged(self, outcomes: Iterable[Outcome]) -> None:
         """Count and checkpoint outcomes whose ``results`` slots are already written."""
@@ -76,7 +93,7 @@ class Recorder:
         for outcome in outcomes:
             n += 1
             if sink is not None:
-                sink.add(outcome)
+                sink.add(outcome, self._position(outcome.sample_id))
         self.done += n
 
     def tick(self, now: float) -> None:

@@ -16,16 +16,16 @@ from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from shieldbench._columns import CHUNK, ColumnBuilder, outcome_columns, outcomes_from
 from shieldbench._views import RecordView
 from shieldbench.datasets import Dataset
 from shieldbench.defenses import Defense, defense_version
-from shieldbench.engine._checkpoint import CheckpointHeader, CheckpointWriter, read_checkpoint
 from shieldbench.engine._execute import capability, check_defense, execute
 from shieldbench.engine._latency import BatchTally, alone_share
 from shieldbench.engine._progress import ProgressHook
 from shieldbench.engine._record import Recorder
+from shieldbench.engine._resume import Begun, begin
 from shieldbench.errors import ConfigError, RunError
+from shieldbench.runfiles import CHUNK, ColumnBuilder, outcome_columns, outcomes_from
 from shieldbench.types import DefenseInfo, Outcome, Run, RunConfig, Sample
 
 if TYPE_CHECKING:
@@ -179,6 +179,36 @@ def run_defense(
         >>> run.defense.spec, run.dataset.n_samples
         ('keyword', 2)
     """
+    _check_arguments(defense, dataset, config, checkpoint, resume, run_id)
+    info = DefenseInfo(
+        spec=defense.name if defense_spec is None else defense_spec,
+        name=defense.name,
+        version=defense_version(defense),
+    )
+    begun = begin(dataset, info, config, checkpoint, resume, run_id, new_run_id)
+    try:
+        screened = _screen(defense, dataset.samples, config, begun, progress, end_to_end, executor)
+    finally:
+        if begun.writer is not None:
+            begun.writer.close()
+    finished = datetime.now(UTC)
+    env = environment(defense)
+    if executor is not None:
+        env["executor"] = type(executor).__name__
+    run = _assemble(dataset, config, begun, screened, finished, env, end_to_end)
+    if begun.writer is not None and not keep_checkpoint:
+        begun.writer.path.unlink(missing_ok=True)
+    return run
+
+
+def _check_arguments(
+    defense: Defense,
+    dataset: Dataset,
+    config: RunConfig,
+    checkpoint: str | Path | None,
+    resume: bool,
+    run_id: str | None,
+) -> None:
     check_defense(defense)
     if not isinstance(dataset, Dataset):
         raise ConfigError(f"dataset must be a Dataset, got {type(dataset).__name__}")
@@ -188,111 +218,115 @@ def run_defense(
         raise ConfigError("resume=True needs the checkpoint path of the run to resume")
     if run_id is not None:
         _check_run_id(run_id)
-    info = DefenseInfo(
-        spec=defense.name if defense_spec is None else defense_spec,
-        name=defense.name,
-        version=defense_version(defense),
-    )
-    samples = dataset.samples
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Screened:
+    outcomes: Sequence[Outcome]
+    kind: str
+    tally: BatchTally
+
+
+def _screen(
+    defense: Defense,
+    samples: Sequence[Sample],
+    config: RunConfig,
+    begun: Begun,
+    progress: ProgressHook | None,
+    end_to_end: EndToEnd | None,
+    executor: Executor | None,
+) -> _Screened:
+    """Screen every sample a window at a time; outcomes past one window go to disk.
+
+    End to end, each window's samples the defense let through go to the target and
+    the judges before the next window is taken, so an end-to-end run is windowed the
+    same way (its records go to disk with the outcomes).
+    """
     n = len(samples)
-    started = datetime.now(UTC)
-    writer: CheckpointWriter | None = None
-    restored: dict[str, Outcome] = {}
-    if checkpoint is not None and resume and Path(checkpoint).exists():
-        state = read_checkpoint(checkpoint, sample_ids={s.id for s in samples})
-        header = state.header
-        _check_compatible(Path(checkpoint), header, info, dataset, run_id)
-        run_id, started = header.run_id, header.started
-        restored = state.outcomes
-        writer = CheckpointWriter.reopen(checkpoint, state.valid_bytes)
-    else:
-        run_id = new_run_id() if run_id is None else run_id
-        if checkpoint is not None:
-            header = CheckpointHeader(run_id, info, dataset.info, config, started)
-            writer = CheckpointWriter.create(checkpoint, header)
-    n_restored = len(restored)
-    size = n if end_to_end is not None else window_size(config)
-    # Past one window, outcomes of a columnar dataset go to columnar memory too.
+    size = window_size(config)
     store: ColumnBuilder[Outcome] | None = None
-    if isinstance(samples, RecordView) and n > size:
+    if isinstance(samples, RecordView) and n > size:  # outcomes to a spill file
         store = ColumnBuilder(outcome_columns, outcomes_from)
     kept: list[Outcome] = []
-    recorder = Recorder([], writer, progress, done=n_restored, total=n)
+    recorder = Recorder([], begun.writer, progress, total=n)
     kind = capability(defense)
     share = alone_share(config, n)  # the per-call sample is drawn over the whole run
     tally = BatchTally()
     stream = iter(samples)
-    try:
-        for start in range(0, max(n, 1), size):
-            block = list(islice(stream, size))  # the only samples held as objects
-            results = [restored.pop(s.id, None) for s in block]
-            todo = [i for i, r in enumerate(results) if r is None]
-            recorder.results = results
-            kind = execute(
-                defense,
-                _texts(block, end_to_end),
-                [s.id for s in block],
-                todo,
-                config=config if start == 0 else dataclasses.replace(config, warmup=0),
-                results=results,
-                executor=executor,
-                recorder=recorder,
-                alone=share,
-                tally=tally,
+    for start in range(0, max(n, 1), size):
+        block = list(islice(stream, size))  # the only samples held as objects
+        ids = [s.id for s in block]
+        results = begun.restore.window(start, ids)
+        todo = [i for i, r in enumerate(results) if r is None]
+        recorder.window(results, start, ids)
+        recorder.done += len(block) - len(todo)
+        kind = execute(
+            defense,
+            _texts(block, end_to_end),
+            ids,
+            todo,
+            config=config if start == 0 else dataclasses.replace(config, warmup=0),
+            results=results,
+            executor=executor,
+            recorder=recorder,
+            alone=share,
+            tally=tally,
+        )
+        if any(map(_is_none, results)):  # every path fills all positions; guard it
+            missing = [block[i].id for i, r in enumerate(results) if r is None]
+            raise RunError(
+                f"run {begun.run_id}: no outcome for {len(missing)} samples, e.g. {missing[0]!r}"
             )
-            if any(map(_is_none, results)):  # every path fills all positions; guard it
-                missing = [block[i].id for i, r in enumerate(results) if r is None]
-                raise RunError(
-                    f"run {run_id}: no outcome for {len(missing)} samples, e.g. {missing[0]!r}"
-                )
-            if store is not None:
-                store.extend(cast(list[Outcome], results))
-            else:
-                kept.extend(cast(list[Outcome], results))
-    finally:
-        if writer is not None:
-            writer.close()
-    finished = datetime.now(UTC)
+        done = cast(list[Outcome], results)
+        if end_to_end is not None:  # the window's samples through the target and judges
+            from shieldbench.engine._e2e import apply_end_to_end
+
+            done = apply_end_to_end(end_to_end, block, done, config=config, progress=progress)
+        (kept if store is None else store).extend(done)
     outcomes: Sequence[Outcome] = kept if store is None else store.finish()
+    return _Screened(outcomes, kind, tally)
+
+
+def _assemble(
+    dataset: Dataset,
+    config: RunConfig,
+    begun: Begun,
+    screened: _Screened,
+    finished: datetime,
+    env: dict[str, str],
+    end_to_end: EndToEnd | None,
+) -> Run:
+    """The :class:`Run`: outcomes (end to end: completed by the plan), environment."""
+    samples, outcomes = dataset.samples, screened.outcomes
     extra: dict[str, object] = {}
     if end_to_end is not None:
-        from shieldbench.engine._e2e import apply_end_to_end
         from shieldbench.judges import behaviour_profile
 
-        outcomes = list(
-            apply_end_to_end(end_to_end, samples, kept, config=config, progress=progress)
-        )
         extra = end_to_end.describe()
         profile = behaviour_profile(samples, outcomes, canary=end_to_end.canary)
         extra["profile"] = profile.to_dict()
-    env = environment(defense)
-    env["capability"] = kind
-    env.update(tally.environment())
-    if executor is not None:
-        env["executor"] = type(executor).__name__
-    if n_restored:
-        env["resumed_outcomes"] = str(n_restored)
-    run = Run(
-        id=run_id,
-        defense=info,
+    env["capability"] = screened.kind
+    env.update(screened.tally.environment())
+    if begun.restore.restored:
+        env["resumed_outcomes"] = str(begun.restore.restored)
+    return Run(
+        id=begun.run_id,
+        defense=begun.info,
         dataset=dataset.info,
         config=config,
         samples=samples,
         outcomes=outcomes,
-        started=started,
+        started=begun.started,
         finished=finished,
         environment=env,
         end_to_end=extra,
     )
-    if writer is not None and not keep_checkpoint:
-        writer.path.unlink(missing_ok=True)
-    return run
 
 
 def window_size(config: RunConfig) -> int:
     """How many samples the engine takes from the dataset at a time.
 
-    One chunk of columnar memory (:data:`~shieldbench._columns.CHUNK`), or more when
+    One chunk (:data:`~shieldbench.runfiles.CHUNK`), or more when
     batches times concurrency ask for it: the engine holds one window of samples,
     texts and outcomes as objects, whatever the size of the dataset.
     """
@@ -306,24 +340,3 @@ def _texts(samples: Sequence[Sample], plan: EndToEnd | None) -> list[str]:
     from shieldbench.targets import screened_text
 
     return [screened_text(s, plan.screen) for s in samples]
-
-
-def _check_compatible(
-    path: Path, header: CheckpointHeader, info: DefenseInfo, dataset: Dataset, run_id: str | None
-) -> None:
-    if header.defense.spec != info.spec:
-        raise RunError(
-            f"{path}: this checkpoint was written by defense {header.defense.spec!r}, not"
-            f" {info.spec!r}; resume with the same defense, or delete the checkpoint to start over"
-        )
-    if header.dataset.content_hash != dataset.content_hash:
-        raise RunError(
-            f"{path}: this checkpoint was written for dataset {header.dataset.spec!r}"
-            f" ({header.dataset.content_hash}), but {dataset.name!r} hashes to"
-            f" {dataset.content_hash}; the data changed, so delete the checkpoint to start over"
-        )
-    if run_id is not None and run_id != header.run_id:
-        raise RunError(
-            f"{path}: this checkpoint belongs to run {header.run_id!r}, not {run_id!r};"
-            " omit the run id when resuming"
-        )

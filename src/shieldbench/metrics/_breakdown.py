@@ -124,13 +124,18 @@ def _columnar_cells(run: Run, by: str, chosen: ErrorPolicy) -> dict[str, list[in
     groups, index = found
     attack, blocked, status = decisions(run, chosen)
     n = len(groups)
-    masks = (attack & (blocked == 1), attack & (blocked == 0), ~attack & (blocked == 1),
-             ~attack & (blocked == 0), attack & (blocked < 0), ~attack & (blocked < 0),
-             status == ERROR, status == TIMEOUT)  # fmt: skip
-    counts = [np.bincount(index, weights=m, minlength=n) for m in masks]
-    return {
-        g: [int(c[k]) for c in counts] for k, g in enumerate(groups) if any(c[k] for c in counts)
-    }
+    # One integer key per row, counted by one bincount (no boolean mask per figure):
+    # group * 6 + (0 attack blocked, 1 attack allowed, 2 attack excluded, 3-5 benign).
+    key = (~attack).astype(np.int64)
+    key *= 3
+    key += blocked == 0
+    key += 2 * (blocked < 0)
+    key += index * 6
+    six = np.bincount(key, minlength=6 * n).reshape(n, 6)
+    del key
+    three = np.bincount(index * 3 + status, minlength=3 * n).reshape(n, 3)
+    counts = np.column_stack((six[:, [0, 1, 3, 4, 2, 5]], three[:, ERROR], three[:, TIMEOUT]))
+    return {g: [int(c) for c in counts[k]] for k, g in enumerate(groups) if counts[k].any()}
 
 
 def _groups(

@@ -1,22 +1,24 @@
 """The metrics' fast path for columnar runs: figures from Arrow columns, no records made.
 
 A run of a large dataset (or read from a Parquet run file) holds its samples and
-outcomes as :class:`~shieldbench._columns.ArrowRows`. Making a million ``Sample``
-and ``Outcome`` objects for every pass of every metric is slow, so the counting
-metrics (:func:`~shieldbench.metrics.confusion`, :func:`~shieldbench.metrics.breakdown`,
-latency, :func:`~shieldbench.metrics.has_scores`, ``score_arrays``) read the few
-columns they need as NumPy arrays here. Each function gives exactly what its
+outcomes as :class:`~shieldbench.runfiles.ColumnarRows` (on disk or in memory).
+Making a million ``Sample`` and ``Outcome`` objects for every pass of every metric
+is slow, so the counting metrics (:func:`~shieldbench.metrics.confusion`,
+:func:`~shieldbench.metrics.breakdown`, latency, :func:`~shieldbench.metrics.has_scores`,
+``score_arrays``) read the few columns they need here, a block of rows at a time,
+into compact NumPy arrays. Each function gives exactly what its
 object-by-object twin gives (tested on every error policy).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from shieldbench._columns import ArrowRows, outcomes_from
 from shieldbench.errors import StatisticsError
+from shieldbench.runfiles import CHUNK, ColumnarRows, outcomes_from
 from shieldbench.types import ErrorPolicy, Run
 
 __all__ = [
@@ -32,18 +34,49 @@ __all__ = [
 ]
 
 
+BLOCK = CHUNK
+"""Rows read at a time (one row group of a run file)."""
+
+
 def columnar(run: Run) -> bool:
-    """Whether ``run`` keeps its samples and outcomes in Arrow columns."""
-    return isinstance(run.samples, ArrowRows) and isinstance(run.outcomes, ArrowRows)
+    """Whether ``run`` keeps its samples and outcomes in columns (memory or disk)."""
+    return isinstance(run.samples, ColumnarRows) and isinstance(run.outcomes, ColumnarRows)
+
+
+def _gather(
+    rows: Any, names: Sequence[str], dtype: Any, convert: Callable[[Any], Any]
+) -> np.ndarray:
+    """One compact NumPy array over every row, filled a block of rows at a time.
+
+    ``convert`` turns a block (an Arrow table of ``names``) into that block's values;
+    only one block of Arrow data is read at a time, so a run's strings (labels,
+    statuses) are never whole columns in memory: what grows with the run is the
+    result, one to eight bytes a row.
+    """
+    out = np.empty(len(rows), dtype=dtype)
+    start = 0
+    for block in rows.batches(list(names), size=BLOCK):
+        values = np.asarray(convert(block), dtype=dtype)
+        out[start : start + len(values)] = values
+        start += len(values)
+    return out
+
+
+def _arrow_numpy(array: Any) -> Any:
+    return array.to_numpy(zero_copy_only=False)
 
 
 def _status(run: Run) -> np.ndarray:
     """Each outcome's status as a small code: 0 ok, 1 error, 2 timeout (no strings made)."""
     import pyarrow.compute as pc
 
-    column = run.outcomes.column("status")  # type: ignore[attr-defined]
-    codes = pc.index_in(column, value_set=pa_strings(["ok", "error", "timeout"]))
-    return np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int8)
+    codes = pa_strings(["ok", "error", "timeout"])
+    return _gather(
+        run.outcomes,
+        ["status"],
+        np.int8,
+        lambda b: _arrow_numpy(pc.index_in(b.column("status"), value_set=codes)),
+    )
 
 
 def pa_strings(values: list[str]) -> Any:
@@ -57,15 +90,17 @@ def decisions(run: Run, policy: ErrorPolicy) -> tuple[np.ndarray, np.ndarray, np
     status as coded by :func:`_status` (use :data:`ERROR` / :data:`TIMEOUT`)."""
     import pyarrow.compute as pc
 
-    attack = pc.equal(run.samples.column("label"), "attack")  # type: ignore[attr-defined]
-    blocked_col = run.outcomes.column("blocked")  # type: ignore[attr-defined]
     fill = {"fail_closed": 1, "fail_open": 0, "exclude": -1}[policy]
-    blocked = pc.fill_null(pc.cast(blocked_col, "int8"), fill)
-    return (
-        np.asarray(attack.to_numpy(zero_copy_only=False), dtype=bool),
-        np.asarray(blocked.to_numpy(zero_copy_only=False), dtype=np.int8),
-        _status(run),
+    attack = _gather(
+        run.samples, ["label"], bool, lambda b: _arrow_numpy(pc.equal(b.column("label"), "attack"))
     )
+    blocked = _gather(
+        run.outcomes,
+        ["blocked"],
+        np.int8,
+        lambda b: _arrow_numpy(pc.fill_null(pc.cast(b.column("blocked"), "int8"), fill)),
+    )
+    return attack, blocked, _status(run)
 
 
 ERROR, TIMEOUT = 1, 2
@@ -73,30 +108,51 @@ ERROR, TIMEOUT = 1, 2
 
 def group_values(run: Run, by: str, unset: str) -> tuple[list[str], np.ndarray] | None:
     """``(groups, index)``: the distinct values of sample field ``by`` (``unset`` where
-    unset) and each sample's index into them; None if no sample sets it."""
+    unset) and each sample's index into them; None if no sample sets it.
+
+    Groups are numbered in order of first appearance (as a whole-column dictionary
+    encoding numbers them), a block of rows at a time.
+    """
     import pyarrow.compute as pc
 
-    column = run.samples.column(by)  # type: ignore[attr-defined]
-    if column.null_count == len(column):
+    groups: dict[str, int] = {}
+    any_set = False
+
+    def codes(block: Any) -> Any:
+        nonlocal any_set
+        column = block.column(by)
+        any_set = any_set or column.null_count < len(column)
+        encoded = pc.fill_null(column, unset).combine_chunks().dictionary_encode()
+        local = [groups.setdefault(str(v), len(groups)) for v in encoded.dictionary.to_pylist()]
+        return np.asarray(local, dtype=np.int64)[_arrow_numpy(encoded.indices)]
+
+    index = _gather(run.samples, [by], np.int64, codes)
+    if not any_set:
         return None
-    encoded = pc.fill_null(column, unset).combine_chunks().dictionary_encode()
-    index = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-    return [str(v) for v in encoded.dictionary.to_pylist()], index
+    return list(groups), index
 
 
 def bad_outcomes(run: Run) -> list[Any]:
-    """The outcomes that are not ok, made as objects (only those)."""
+    """The outcomes that are not ok, made as objects (only those), a block at a time."""
     import pyarrow.compute as pc
 
-    table = run.outcomes.table  # type: ignore[attr-defined]
-    return list(ArrowRows(table.filter(pc.not_equal(table.column("status"), "ok")), outcomes_from))
+    rows: ColumnarRows[Any] = run.outcomes  # type: ignore[assignment]
+    bad: list[Any] = []
+    for block in rows.batches(size=BLOCK):
+        failed = block.filter(pc.not_equal(block.column("status"), "ok"))
+        if failed.num_rows:
+            bad.extend(
+                outcomes_from({n: failed.column(n).to_pylist() for n in failed.column_names})
+            )
+    return bad
 
 
 def latencies(run: Run) -> np.ndarray:
     """The latencies of the ok outcomes that have one."""
     status = _status(run)
-    values = run.outcomes.column("latency_ms").to_numpy(zero_copy_only=False)  # type: ignore[attr-defined]
-    floats: np.ndarray = np.asarray(values, dtype=float)
+    floats = _gather(
+        run.outcomes, ["latency_ms"], float, lambda b: _arrow_numpy(b.column("latency_ms"))
+    )
     kept: np.ndarray = floats[(status == 0) & ~np.isnan(floats)]
     return kept
 
@@ -105,18 +161,19 @@ def scored(run: Run) -> bool:
     """True when every outcome with a verdict has a score (and there is one)."""
     import pyarrow.compute as pc
 
-    blocked = run.outcomes.column("blocked")  # type: ignore[attr-defined]
-    score = run.outcomes.column("score")  # type: ignore[attr-defined]
-    with_verdict = len(blocked) - blocked.null_count
-    missing = pc.sum(pc.and_(pc.is_valid(blocked), pc.is_null(score))).as_py() or 0
+    rows: ColumnarRows[Any] = run.outcomes  # type: ignore[assignment]
+    with_verdict = missing = 0
+    for block in rows.batches(["blocked", "score"], size=BLOCK):
+        blocked, score = block.column("blocked"), block.column("score")
+        with_verdict += len(blocked) - blocked.null_count
+        missing += pc.sum(pc.and_(pc.is_valid(blocked), pc.is_null(score))).as_py() or 0
     return with_verdict > 0 and missing == 0
 
 
 def score_columns(run: Run, policy: ErrorPolicy) -> tuple[np.ndarray, np.ndarray]:
     """``(is_attack, scores)`` with the error policy applied, as ``score_arrays``."""
     attack, blocked, _ = decisions(run, "exclude")
-    score = run.outcomes.column("score").to_numpy(zero_copy_only=False)  # type: ignore[attr-defined]
-    score = np.array(score, dtype=float)  # a copy: Arrow's zero-copy view is read-only
+    score = _gather(run.outcomes, ["score"], float, lambda b: _arrow_numpy(b.column("score")))
     has_verdict = blocked >= 0
     missing = has_verdict & np.isnan(score)
     if missing.any():

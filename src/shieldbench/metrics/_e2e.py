@@ -29,7 +29,7 @@ from typing import Any
 from shieldbench.errors import StatisticsError
 from shieldbench.metrics._intervals import Rate, rate, z_value
 from shieldbench.metrics._paired import McNemarResult, PairedTable, mcnemar_test
-from shieldbench.types import Run
+from shieldbench.types import Run, Sample
 
 __all__ = [
     "CorrectedRate",
@@ -265,6 +265,58 @@ def _agreement(run: Run) -> tuple[JudgeAgreement, ...]:
     return tuple(out)
 
 
+_REACHED_OUTPUT = ("stopped_by_output_defense", "refused_by_model", "attack_succeeded")
+_REACHED_MODEL = ("refused_by_model", "attack_succeeded")
+
+
+class _Tally:
+    """One streaming pass over a run's end-to-end records: counts per outcome kind and
+    per attack category (the funnel), judged successes, and the first examples."""
+
+    def __init__(self, examples: int) -> None:
+        self.attack: Counter[str] = Counter()
+        self.benign: Counter[str] = Counter()
+        self.funnel: dict[str, list[int]] = {}
+        self.shown: list[Mapping[str, Any]] = []
+        self.judged = self.succeeded_judged = 0
+        self._examples = examples
+
+    def add(self, sample: Sample, record: Mapping[str, Any]) -> None:
+        kind = str(record.get("outcome"))
+        if not sample.is_attack:
+            self.benign[kind] += 1
+            return
+        self.attack[kind] += 1
+        row = self.funnel.setdefault(sample.category, [0, 0, 0, 0, 0])
+        row[0] += 1
+        row[1] += kind in _REACHED_OUTPUT
+        row[2] += kind in _REACHED_MODEL
+        row[3] += kind == "attack_succeeded"
+        row[4] += kind == "error"
+        if "judgements" in record:
+            self.judged += 1
+            self.succeeded_judged += bool(record.get("success"))
+        if kind == "attack_succeeded" and len(self.shown) < self._examples:
+            self.shown.append(
+                {
+                    "sample_id": sample.id,
+                    "category": sample.category,
+                    "text": sample.text[:500],
+                    "answer": str(record.get("answer"))[:800],
+                    "judgements": dict(record.get("judgements") or {}),
+                }
+            )
+
+    def funnel_rows(self, policy: str) -> tuple[FunnelRow, ...]:
+        return tuple(
+            FunnelRow(
+                c, r[0], r[1], r[2], r[3], r[4],
+                rate(r[3], r[0] - (r[4] if policy == "exclude" else 0)),
+            )
+            for c, r in sorted(self.funnel.items())
+        )  # fmt: skip
+
+
 def end_to_end_summary(
     run: Run,
     *,
@@ -276,52 +328,25 @@ def end_to_end_summary(
 
     With the judge's ``sensitivity`` and ``specificity`` (e.g. from
     ``shieldbench judges evaluate``), ``corrected`` holds the Rogan-Gladen ASR.
+    One pass over the run (a columnar run: a chunk of records at a time).
     """
     if not has_end_to_end(run):
         raise StatisticsError(f"run {run.id} has no end-to-end records (run it with a --target)")
     policy = run.config.error_policy
-    attack: Counter[str] = Counter()
-    benign: Counter[str] = Counter()
-    funnel: dict[str, list[int]] = {}
-    shown: list[Mapping[str, Any]] = []
-    judged = succeeded_judged = 0
+    tally = _Tally(examples)
     for sample, outcome in run.pairs():
-        record = outcome.end_to_end or {}
-        kind = str(record.get("outcome"))
-        if not sample.is_attack:
-            benign[kind] += 1
-            continue
-        attack[kind] += 1
-        row = funnel.setdefault(sample.category, [0, 0, 0, 0, 0])
-        row[0] += 1
-        row[1] += kind in ("stopped_by_output_defense", "refused_by_model", "attack_succeeded")
-        row[2] += kind in ("refused_by_model", "attack_succeeded")
-        row[3] += kind == "attack_succeeded"
-        row[4] += kind == "error"
-        if "judgements" in record:
-            judged += 1
-            succeeded_judged += bool(record.get("success"))
-        if kind == "attack_succeeded" and len(shown) < examples:
-            shown.append(
-                {
-                    "sample_id": sample.id,
-                    "category": sample.category,
-                    "text": sample.text[:500],
-                    "answer": str(record.get("answer"))[:800],
-                    "judgements": dict(record.get("judgements") or {}),
-                }
-            )
+        tally.add(sample, outcome.end_to_end or {})
+    attack, benign = tally.attack, tally.benign
     n_attack, n_benign = sum(attack.values()), sum(benign.values())
     a_err, b_err = attack["error"], benign["error"]
     a_den = n_attack - (a_err if policy == "exclude" else 0)
     b_den = n_benign - (b_err if policy == "exclude" else 0)
     succeeded = attack["attack_succeeded"] + (a_err if policy == "fail_open" else 0)
     answered = benign["benign_answered"] + (b_err if policy == "fail_open" else 0)
-    reached = attack["refused_by_model"] + attack["attack_succeeded"]
     corrected = None
     if sensitivity is not None and specificity is not None and a_den > 0:
         corrected = corrected_success_rate(
-            succeeded_judged, judged, max(a_den, judged), sensitivity, specificity
+            tally.succeeded_judged, tally.judged, max(a_den, tally.judged), sensitivity, specificity
         )
     target = run.end_to_end.get("target") or {}
     return EndToEndSummary(
@@ -338,22 +363,13 @@ def end_to_end_summary(
         stopped_by_defense=rate(attack["stopped_by_defense"], a_den),
         stopped_by_output_defense=rate(attack["stopped_by_output_defense"], a_den),
         stopped_by_model=rate(attack["refused_by_model"], a_den),
-        model_asr=rate(attack["attack_succeeded"], reached),
-        funnel=tuple(
-            FunnelRow(
-                c,
-                r[0],
-                r[1],
-                r[2],
-                r[3],
-                r[4],
-                rate(r[3], r[0] - (r[4] if policy == "exclude" else 0)),
-            )
-            for c, r in sorted(funnel.items())
+        model_asr=rate(
+            attack["attack_succeeded"], attack["refused_by_model"] + attack["attack_succeeded"]
         ),
+        funnel=tally.funnel_rows(policy),
         agreement=_agreement(run),
         corrected=corrected,
-        examples=tuple(shown),
+        examples=tuple(tally.shown),
     )
 
 

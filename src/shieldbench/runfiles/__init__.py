@@ -1,4 +1,12 @@
-"""Run files: the one codec per record that every format uses.
+"""Run files: the one owner of run-file I/O, and the one codec per record every format uses.
+
+Saving and loading (:func:`save_run` / :func:`load_run`, also importable from
+:mod:`shieldbench.runio`): a JSON run file, or a Parquet run file for a path ending
+in ``.parquet`` (:func:`save_run_parquet`, written and read a row group at a time).
+The records of large datasets and runs are columnar views
+(:class:`ColumnarRows`): :class:`ParquetRows` reads a Parquet file (a run file, or
+the spill file a :class:`ColumnBuilder` writes) a row group at a time, and
+:class:`ArrowRows` reads an Arrow table in memory.
 
 A :class:`~shieldbench.types.Run` is written three ways: a JSON run file
 (:mod:`shieldbench.runio`), a Parquet run file (one row per sample and outcome) and
@@ -19,6 +27,7 @@ Example:
     [1]
 """
 
+from shieldbench.runfiles._base import CHUNK, ColumnarRows
 from shieldbench.runfiles._header import (
     RECORD_FIELDS,
     RUN_FIELDS,
@@ -34,6 +43,19 @@ from shieldbench.runfiles._header import (
     run_from_header,
     run_header,
 )
+from shieldbench.runfiles._json import load_run, run_from_dict, run_to_dict, save_run
+from shieldbench.runfiles._parquet import ROW_GROUP, load_run_parquet, save_run_parquet
+from shieldbench.runfiles._rows import (
+    OUTCOME_FIELDS,
+    SAMPLE_FIELDS,
+    ArrowRows,
+    ColumnBuilder,
+    outcome_columns,
+    outcomes_from,
+    sample_columns,
+    samples_from,
+)
+from shieldbench.runfiles._spill import ParquetRows, ParquetSource
 from shieldbench.runfiles._table import (
     OUTCOME_COLUMNS,
     SAMPLE_COLUMNS,
@@ -45,15 +67,24 @@ from shieldbench.runfiles._table import (
 )
 
 __all__ = [
+    "CHUNK",
     "OUTCOME_COLUMNS",
+    "OUTCOME_FIELDS",
     "RECORD_FIELDS",
+    "ROW_GROUP",
     "RUN_FIELDS",
     "RUN_KIND",
     "RUN_SCHEMA_VERSION",
     "SAMPLE_COLUMNS",
+    "SAMPLE_FIELDS",
+    "ArrowRows",
     "Column",
+    "ColumnBuilder",
+    "ColumnarRows",
     "Columns",
     "FieldCodec",
+    "ParquetRows",
+    "ParquetSource",
     "arrow_type",
     "check_kind",
     "decode_columns",
@@ -62,7 +93,17 @@ __all__ = [
     "decode_records",
     "encode_columns",
     "encode_fields",
+    "load_run",
+    "load_run_parquet",
+    "outcome_columns",
+    "outcomes_from",
     "plain",
+    "run_from_dict",
     "run_from_header",
     "run_header",
+    "run_to_dict",
+    "sample_columns",
+    "samples_from",
+    "save_run",
+    "save_run_parquet",
 ]

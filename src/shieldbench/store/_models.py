@@ -56,6 +56,7 @@ __all__ = [
     "OutcomeRow",
     "RunRow",
     "RunTagRow",
+    "SampleRow",
     "SampleSetRow",
     "UTCDateTime",
 ]
@@ -143,15 +144,33 @@ class RunTagRow(Base):
 
 
 class SampleSetRow(Base):
-    """The samples of runs, once per distinct list: ``data`` is the UTF-8 JSON list
-    of ``[id, text, label, category, subcategory, severity, tier, source, metadata,
-    messages]`` records, in order; ``digest`` its sha256 (hex)."""
+    """The samples of runs, once per distinct list; ``digest`` is the sha256 (hex) of
+    the UTF-8 JSON list of ``[id, text, label, category, subcategory, severity, tier,
+    source, metadata, messages]`` records, in order.
+
+    Since revision 0004 the records are rows of ``sample_rows`` (:class:`SampleRow`)
+    and ``data`` is NULL; a set stored before holds the whole list in ``data``.
+    """
 
     __tablename__ = "sample_sets"
 
     digest: Mapped[str] = mapped_column(String(64), primary_key=True)
     n: Mapped[int] = mapped_column(Integer)
-    data: Mapped[bytes] = mapped_column(LargeBinary)
+    data: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+
+
+class SampleRow(Base):
+    """One sample of a set: ``record`` is its JSON field list, exactly the text it has
+    in the set's list (so the set's digest is the sha256 of ``[`` + the records joined
+    by ``,`` + ``]``), written and read a block of rows at a time."""
+
+    __tablename__ = "sample_rows"
+
+    digest: Mapped[str] = mapped_column(
+        ForeignKey("sample_sets.digest", ondelete="CASCADE"), primary_key=True
+    )
+    position: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    record: Mapped[str] = mapped_column(Text)
 
 
 class OutcomeRow(Base):

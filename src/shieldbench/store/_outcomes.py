@@ -13,7 +13,6 @@ the rows of the requested page are read whole from SQL.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
@@ -25,8 +24,9 @@ from sqlalchemy.orm import Session
 
 from shieldbench._lru import LruCache
 from shieldbench.errors import StoreError
-from shieldbench.store._models import OutcomeRow, RunRow, SampleSetRow
+from shieldbench.store._models import OutcomeRow, RunRow
 from shieldbench.store._read import run_row
+from shieldbench.store._samples import load_records
 
 __all__ = [
     "OUTCOME_KINDS",
@@ -133,8 +133,8 @@ _documents = LruCache(8)
 _verdicts = LruCache(16)
 
 
-def _columns(digest: str, data: bytes) -> SampleColumns:
-    records = tuple(json.loads(bytes(data).decode("utf-8", "surrogatepass")))
+def _columns(digest: str, stored: list[list[Any]]) -> SampleColumns:
+    records = tuple(stored)
     codes, values = {}, {}
     for name, i in _FACETS.items():
         distinct = sorted({str(r[i]) for r in records if r[i]})
@@ -152,10 +152,10 @@ def sample_columns(session: Session, digest: str) -> SampleColumns:
     """The sample document ``digest`` as columns (cached: documents never change)."""
 
     def read() -> SampleColumns:
-        data = session.scalar(select(SampleSetRow.data).where(SampleSetRow.digest == digest))
-        if data is None:
-            raise StoreError(f"the sample document {digest} is missing from the history")
-        return _columns(digest, data)
+        records = load_records(session, digest)
+        if records is None:
+            raise StoreError(f"the sample set {digest} is missing from the history")
+        return _columns(digest, records)
 
     return _documents.get(digest, read)
 

@@ -24,8 +24,8 @@ from sqlalchemy.orm import Session
 
 from shieldbench.errors import StoreError
 from shieldbench.identity import DefenseIdentity
-from shieldbench.store._models import OutcomeRow, RunRow, RunTagRow, SampleSetRow
-from shieldbench.store._samples import read_samples
+from shieldbench.store._models import OutcomeRow, RunRow, RunTagRow
+from shieldbench.store._samples import load_records, samples_from_records
 from shieldbench.types import (
     DatasetInfo,
     DefenseInfo,
@@ -121,10 +121,10 @@ def read_run(session: Session, run_id: str) -> Run:
     row = session.scalar(newest(run_id))
     if row is None:
         raise StoreError(f"no stored run with id {run_id!r}")
-    data = session.scalar(select(SampleSetRow.data).where(SampleSetRow.digest == row.sample_set))
-    if data is None:
+    records = load_records(session, row.sample_set)
+    if records is None:
         raise StoreError(f"stored run {run_id!r} has lost its samples ({row.sample_set})")
-    samples = read_samples(data)
+    samples = samples_from_records(records)
     outcomes = []
     query = (
         select(

@@ -1,9 +1,10 @@
 """Store one run whole, in one transaction.
 
-A run is written as its row, its tags, its samples (one JSON document per distinct
-list of samples, shared by every run over it, see :mod:`shieldbench.store._samples`)
-and one compact outcome row per sample. The *same* run (id, defense and version,
-data, start and end) is stored once; :mod:`shieldbench.store._runs` reads it back.
+A run is written as its row, its tags, its samples (one row per sample, in a set
+shared by every run over the same list, see :mod:`shieldbench.store._samples`) and
+one compact outcome row per sample, each written a block of rows at a time. The
+*same* run (id, defense and version, data, start and end) is stored once;
+:mod:`shieldbench.store._runs` reads it back.
 
 Nothing is written unredacted (:mod:`shieldbench._redact`): what a defense or a
 server said (a verdict's label, reasons and details, error texts, the end-to-end
@@ -15,22 +16,20 @@ data: only registered credentials are masked in them.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
-import numpy as np
 from sqlalchemy import Table, insert, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from shieldbench._redact import has_secrets, mask_secrets, redact, redact_all
-from shieldbench.metrics import confusion, quantile_interval, rate
+from shieldbench.metrics import confusion, latency_stats, rate
 from shieldbench.store._models import Base, RunRow, RunTagRow, SampleSetRow
 from shieldbench.store._runs import aware
-from shieldbench.store._samples import sample_document
+from shieldbench.store._samples import record_blocks, sample_digest
 from shieldbench.types import Outcome, Run
 
 __all__ = ["insert_run"]
@@ -40,12 +39,8 @@ def _figures(run: Run) -> dict[str, Any]:
     counts = confusion(run)
     block = rate(counts.tp, counts.n_attacks)
     fpr = rate(counts.fp, counts.n_benign)
-    latencies = np.fromiter(
-        (o.latency_ms for o in run.outcomes if o.status == "ok" and o.latency_ms is not None),
-        dtype=float,
-    )
-    p50 = quantile_interval(latencies, 0.5)
-    p95 = quantile_interval(latencies, 0.95)
+    latency = latency_stats(run)  # columnar runs: read a block of rows at a time
+    p50, p95 = latency.p50, latency.p95
     return {
         "counts": {
             "tp": counts.tp,
@@ -68,6 +63,27 @@ def _figures(run: Run) -> dict[str, Any]:
         "p95_low": p95.ci_low,
         "p95_high": p95.ci_high,
     }
+
+
+def _store_samples(session: Session, run: Run) -> str:
+    """Store the run's sample set unless it is there; its digest.
+
+    Two streaming passes over the samples, a block at a time: the digest (the sha256
+    of the set's list, as before revision 0004), then, when the set is new, its rows.
+    Data: only the credentials this process read are masked.
+    """
+    mask = mask_secrets if has_secrets() else None
+    digest = sample_digest(run.samples, mask)
+    if session.scalar(select(SampleSetRow.n).where(SampleSetRow.digest == digest)) is not None:
+        return digest
+    if not _insert_ignore(session, {"digest": digest, "n": len(run.samples), "data": None}):
+        return digest  # a concurrent writer stored it first
+    position = 0
+    for block in record_blocks(run.samples, mask):
+        rows = [(digest, position + i, text) for i, text in enumerate(block)]
+        _bulk_insert(session, "sample_rows", ("digest", "position", "record"), rows)
+        position += len(block)
+    return digest
 
 
 def _insert_ignore(session: Session, values: dict[str, Any]) -> bool:
@@ -223,15 +239,7 @@ def insert_run(
         if _same_run(existing, run):
             return False
     figures = _figures(run)
-    document = sample_document(run.samples)
-    if has_secrets():  # data: only the credentials this process read are masked
-        document = mask_secrets(document.decode("utf-8", "surrogatepass")).encode(
-            "utf-8", "surrogatepass"
-        )
-    digest = hashlib.sha256(document).hexdigest()
-    if not session.scalar(select(SampleSetRow.n).where(SampleSetRow.digest == digest)):
-        values = {"digest": digest, "n": len(run.samples), "data": document}
-        _insert_ignore(session, values)  # a concurrent writer may have stored it first
+    digest = _store_samples(session, run)
     row = RunRow(
         run_id=run.id,
         source=source,

@@ -8,13 +8,15 @@ therefore keep their records here:
   lists and :func:`samples_from` / :func:`outcomes_from` turn columns back into
   records, through the records' one codec (:mod:`shieldbench.runfiles`: one column
   per field, the layout the Parquet run file uses);
-- :class:`ArrowRows` is a :class:`~shieldbench._views.RecordView` over an Arrow
-  table: iteration builds the records of one chunk of :data:`CHUNK` rows at a time,
-  a block of rows is another view (:meth:`ArrowRows.rows`, no copy) and
-  :meth:`ArrowRows.column` gives a column to code that works on Arrow arrays (the metrics);
 - :class:`ColumnBuilder` collects records as they come (a dataset loader, the
-  engine) and moves every full chunk into Arrow memory, so at most one chunk of
-  objects is alive while a large dataset loads or a large run finishes.
+  engine) and writes every full chunk to a spill file on disk, so at most one chunk
+  of objects is alive while a large dataset loads or a large run finishes, and its
+  :meth:`~ColumnBuilder.finish` gives a :class:`~shieldbench.runfiles.ParquetRows`
+  that reads the file back a row group at a time;
+- :class:`ArrowRows` is the same kind of view (:class:`~shieldbench.runfiles.ColumnarRows`)
+  over an Arrow table in memory: iteration builds the records of one chunk of
+  :data:`CHUNK` rows at a time, a block of rows is another view
+  (:meth:`ArrowRows.rows`, no copy).
 
 Example:
     >>> from shieldbench.types import Sample
@@ -28,14 +30,18 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
-from shieldbench._views import RecordView
-from shieldbench.runfiles import (
+from shieldbench.runfiles._base import CHUNK, ColumnarRows, Columns
+from shieldbench.runfiles._spill import ParquetRows, ParquetSource
+from shieldbench.runfiles._table import (
     OUTCOME_COLUMNS,
     SAMPLE_COLUMNS,
-    Columns,
     arrow_type,
     decode_columns,
     encode_columns,
@@ -53,9 +59,6 @@ __all__ = [
     "sample_columns",
     "samples_from",
 ]
-
-CHUNK = 65_536
-"""Rows per chunk: a row group of a Parquet run file, a batch of a columnar dataset."""
 
 SAMPLE_FIELDS: tuple[str, ...] = tuple(c.name for c in SAMPLE_COLUMNS)
 OUTCOME_FIELDS: tuple[str, ...] = tuple(c.name for c in OUTCOME_COLUMNS)
@@ -92,26 +95,37 @@ def _schema(names: Sequence[str]) -> Any:
     return pa.schema([(n, arrow_type(_TYPES[n])) for n in names])
 
 
-class ArrowRows(RecordView[R]):
-    """Records of one kind over the rows of an Arrow table (see the module docstring).
+def _remove_quietly(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+class ArrowRows(ColumnarRows[R]):
+    """Records of one kind over the rows of an Arrow table in memory (small runs, tests).
 
     ``make`` turns a dict of column lists (one chunk) into records.
     """
 
     def __init__(self, table: Any, make: Callable[[Columns], list[R]]) -> None:
-        self.table = table
+        self._table = table
         self._make = make
+        self.columns = tuple(table.column_names)
         self._cache: tuple[int, list[R]] = (-1, [])
 
     def __len__(self) -> int:
-        return int(self.table.num_rows)
+        return int(self._table.num_rows)
 
-    def column(self, name: str) -> Any:
-        """One column as a ``pyarrow.ChunkedArray`` (no records made)."""
-        return self.table.column(name)
+    @property
+    def table(self) -> Any:
+        return self._table
+
+    def slice_table(self, start: int, stop: int, columns: Sequence[str] | None = None) -> Any:
+        start, stop, _ = slice(start, stop).indices(len(self))
+        part = self._table.slice(start, max(stop - start, 0))
+        return part if columns is None else part.select(list(columns))
 
     def _records(self, start: int) -> list[R]:
-        part = self.table.slice(start, CHUNK)
+        part = self._table.slice(start, CHUNK)
         return self._make({n: part.column(n).to_pylist() for n in part.column_names})
 
     def _chunk(self, k: int) -> list[R]:
@@ -129,14 +143,20 @@ class ArrowRows(RecordView[R]):
     def rows(self, start: int, stop: int) -> ArrowRows[R]:
         """Rows ``[start, stop)`` as another view over the same memory (no copy)."""
         start, stop, _ = slice(start, stop).indices(len(self))
-        return ArrowRows(self.table.slice(start, max(stop - start, 0)), self._make)
+        return ArrowRows(self._table.slice(start, max(stop - start, 0)), self._make)
 
 
 class ColumnBuilder(Generic[R]):
-    """Collects records and keeps them as Arrow record batches of ``chunk`` rows.
+    """Collects records; every full chunk of ``chunk`` rows goes to a spill file on disk.
 
     ``encode`` turns a list of records into column lists, ``make`` turns columns
-    back into records (for the :class:`ArrowRows` that :meth:`finish` returns).
+    back into records. The first full chunk opens a temporary Parquet file (one row
+    group per chunk, zstd); :meth:`finish` closes it and returns a
+    :class:`~shieldbench.runfiles.ParquetRows` over it (see
+    :mod:`shieldbench.runfiles._spill`), so at most one chunk of records is in
+    memory while a large dataset loads or a large run's outcomes come in, and none
+    of them once it is built. With ``spill=False`` the chunks stay in Arrow memory
+    and :meth:`finish` returns an :class:`ArrowRows` (tests, small data).
     """
 
     def __init__(
@@ -145,23 +165,27 @@ class ColumnBuilder(Generic[R]):
         make: Callable[[Columns], list[R]],
         *,
         chunk: int = CHUNK,
+        spill: bool = True,
     ) -> None:
         self._encode = encode
         self._make = make
         self._chunk = chunk
+        self._spill = spill
         self._pending: list[R] = []
         self._batches: list[Any] = []
         self._schema: Any = None
+        self._writer: Any = None
+        self._path: str | None = None
         self.rows = 0
 
     @property
     def pending(self) -> int:
-        """Records not yet moved into Arrow memory."""
+        """Records not yet moved into columns."""
         return len(self._pending)
 
     @property
     def stored(self) -> int:
-        """Records already in Arrow memory."""
+        """Records already in columns (on disk, or in Arrow memory without spilling)."""
         return self.rows - len(self._pending)
 
     def take_pending(self) -> list[R]:
@@ -186,16 +210,46 @@ class ColumnBuilder(Generic[R]):
         cols = self._encode(self._pending)
         if self._schema is None:
             self._schema = _schema(list(cols))
-        self._batches.append(pa.record_batch(cols, schema=self._schema))
+        batch = pa.record_batch(cols, schema=self._schema)
         self._pending = []
+        if not self._spill:
+            self._batches.append(batch)
+            return
+        if self._writer is None:
+            import pyarrow.parquet as pq
 
-    def finish(self) -> ArrowRows[R]:
-        """The records collected, as a view over their Arrow table."""
+            fd, self._path = tempfile.mkstemp(prefix="shieldbench-spill-", suffix=".parquet")
+            os.close(fd)
+            # a load or run that fails midway drops its builder: the file goes with it
+            weakref.finalize(self, _remove_quietly, self._path)
+            self._writer = pq.ParquetWriter(self._path, self._schema, compression="zstd")
+        self._writer.write_batch(batch, row_group_size=self._chunk)
+
+    def finish(self) -> ColumnarRows[R]:
+        """The records collected, as a view over their spill file (or Arrow table)."""
         import pyarrow as pa
 
-        if self._pending or not self._batches:
+        if self._pending or (not self._batches and self._writer is None):
             self._flush()
+        names = list(self._schema.names)
+        if self._writer is not None and self._path is not None:
+            self._writer.close()
+            self._writer = None
+            source = ParquetSource(self._path, temporary=True)
+            pa.default_memory_pool().release_unused()  # the writer's buffers
+            return ParquetRows(source, self._make, names)
         table = pa.Table.from_batches(self._batches, schema=self._schema)
         self._batches = []
         pa.default_memory_pool().release_unused()  # the converters' scratch memory
         return ArrowRows(table, self._make)
+
+    def discard(self) -> None:
+        """Drop what was collected and remove the spill file (a failed load or run)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if self._path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._path)
+            self._path = None
+        self._pending, self._batches = [], []

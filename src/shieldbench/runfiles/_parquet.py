@@ -19,10 +19,10 @@ because every older file reads back unchanged.
 Any Parquet reader (pandas, DuckDB, Polars, Spark) reads the rows directly.
 :func:`shieldbench.runio.save_run` writes this form for a path ending in
 ``.parquet`` and :func:`shieldbench.runio.load_run` reads it back (a JSON run file
-stays readable as before). Reading keeps the rows in Arrow memory: the Run's
-``samples`` and ``outcomes`` are :class:`~shieldbench._views.RecordView` objects
-that build ``Sample`` / ``Outcome`` objects a chunk at a time as metrics and
-reports iterate them.
+stays readable as before). Reading keeps the rows **in the file**: the Run's
+``samples`` and ``outcomes`` are :class:`~shieldbench.runfiles.ParquetRows` over it
+that read a row group at a time as metrics and reports iterate them, so a run
+file of ten million rows is read back in the memory of one row group.
 """
 
 from __future__ import annotations
@@ -36,29 +36,24 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from shieldbench._columns import (
-    CHUNK,
+from shieldbench.errors import RunError
+from shieldbench.runfiles._base import CHUNK, ColumnarRows
+from shieldbench.runfiles._header import check_kind, run_from_header, run_header
+from shieldbench.runfiles._rows import (
     SAMPLE_FIELDS,
-    ArrowRows,
     outcome_columns,
     outcomes_from,
     sample_columns,
     samples_from,
 )
-from shieldbench.errors import RunError
-from shieldbench.runfiles import (
-    OUTCOME_COLUMNS,
-    SAMPLE_COLUMNS,
-    arrow_type,
-    check_kind,
-    run_from_header,
-    run_header,
-)
+from shieldbench.runfiles._spill import ParquetRows, ParquetSource
+from shieldbench.runfiles._table import OUTCOME_COLUMNS, SAMPLE_COLUMNS, arrow_type
 from shieldbench.types import Outcome, Run, Sample
 
 __all__ = ["ROW_GROUP", "load_run_parquet", "save_run_parquet"]
 
 ROW_GROUP = CHUNK
+"""Rows per row group of a Parquet run file."""
 _KEY = b"shieldbench.run"
 _OUTCOME_ONLY = [c for c in OUTCOME_COLUMNS if c.name not in SAMPLE_FIELDS]
 
@@ -79,18 +74,19 @@ def _rows(samples: Sequence[Sample], outcomes: Sequence[Outcome]) -> dict[str, l
 def _groups(run: Run, schema: Any) -> Iterator[Any]:
     """The run's rows as Arrow tables of :data:`ROW_GROUP` rows each.
 
-    Columnar samples and outcomes (:class:`~shieldbench._columns.ArrowRows`) are
-    sliced and joined as Arrow arrays (a column a file from an older version lacks
-    is written null); records held as objects are encoded a row group at a time.
+    Columnar samples and outcomes (:class:`~shieldbench.runfiles.ColumnarRows`: in
+    memory or on disk) are read a block at a time and joined as Arrow arrays (a column
+    a file from an older version lacks is written null); records held as objects are
+    encoded a row group at a time. Nothing holds more than one row group.
     """
     import pyarrow as pa
 
     samples, outcomes = run.samples, run.outcomes
     sample_it, outcome_it = iter(samples), iter(outcomes)
     for start in range(0, len(samples), ROW_GROUP):
-        if isinstance(samples, ArrowRows) and isinstance(outcomes, ArrowRows):
-            part_s = samples.table.slice(start, ROW_GROUP)
-            part_o = outcomes.table.slice(start, ROW_GROUP)
+        if isinstance(samples, ColumnarRows) and isinstance(outcomes, ColumnarRows):
+            part_s = samples.slice_table(start, start + ROW_GROUP)
+            part_o = outcomes.slice_table(start, start + ROW_GROUP)
             arrays = []
             for name, field in zip(schema.names, schema, strict=True):
                 part = part_s if name in SAMPLE_FIELDS else part_o
@@ -152,14 +148,14 @@ def load_run_parquet(path: str | Path) -> Run:
         raise RunError(f"{source}: the run header is not a JSON object")
     check_kind(head, where=where)
     try:
-        table = pq.read_table(source)
+        rows = ParquetSource(source)
     except (OSError, pa.ArrowException) as exc:
         raise RunError(f"{source}: cannot read the rows ({exc})") from None
-    missing = [n for n in ("id", "text", "label", "status") if n not in table.column_names]
+    missing = [n for n in ("id", "text", "label", "status") if n not in rows.names]
     if missing:
         raise RunError(f"{source}: column(s) {', '.join(missing)} missing; not a run file's rows")
-    sample_cols = [c.name for c in SAMPLE_COLUMNS if c.name in table.column_names]
-    outcome_cols = [c.name for c in OUTCOME_COLUMNS if c.name in table.column_names]
-    samples = ArrowRows(table.select(sample_cols), partial(samples_from, where=where))
-    outcomes = ArrowRows(table.select(outcome_cols), partial(outcomes_from, where=where))
+    sample_cols = [c.name for c in SAMPLE_COLUMNS if c.name in rows.names]
+    outcome_cols = [c.name for c in OUTCOME_COLUMNS if c.name in rows.names]
+    samples = ParquetRows(rows, partial(samples_from, where=where), sample_cols)
+    outcomes = ParquetRows(rows, partial(outcomes_from, where=where), outcome_cols)
     return run_from_header(head, samples=samples, outcomes=outcomes, where=where)
