@@ -17,6 +17,9 @@ reader's ``max_fpr`` policy):
   examples; no network, no external assets; opens from disk.
 
 :func:`write_reports` writes ``report.json`` / ``report.md`` / ``report.html``.
+LLM-driven attacks (PAIR, TAP, Crescendo) have their own report:
+:func:`llm_attack_markdown` and :func:`llm_asr_svg` (ASR against queries, every
+strategy on one plot), written by :func:`write_llm_reports`.
 Attack texts are hostile input: every renderer escapes them (see each renderer).
 
 Example:
@@ -35,6 +38,8 @@ from __future__ import annotations
 from shieldbench.reports._build import build_report
 from shieldbench.reports._html import render_html
 from shieldbench.reports._json import render_json, report_schema
+from shieldbench.reports._llm_markdown import llm_attack_markdown, write_llm_reports
+from shieldbench.reports._llm_plot import llm_asr_svg
 from shieldbench.reports._markdown import render_markdown
 from shieldbench.reports._model import (
     REPORT_KIND,
@@ -74,9 +79,12 @@ __all__ = [
     "TradeoffPlane",
     "WorstCase",
     "build_report",
+    "llm_asr_svg",
+    "llm_attack_markdown",
     "render_html",
     "render_json",
     "render_markdown",
     "report_schema",
+    "write_llm_reports",
     "write_reports",
 ]
