@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from shieldbench.attacks._attack import attack_meta, dataset_info, defense_info
 from shieldbench.attacks._attacker import Attacker, Spend
 from shieldbench.attacks._crescendo import crescendo
 from shieldbench.attacks._llm_context import Session
@@ -31,17 +32,15 @@ from shieldbench.attacks._llm_records import LLMCurvePoint, LLMSettings, TargetO
 from shieldbench.attacks._llm_result import LLMAttackResult
 from shieldbench.attacks._pair import pair
 from shieldbench.attacks._records import AttackSettings
-from shieldbench.attacks._result import AttackMeta
 from shieldbench.attacks._search import Clock, choose_attacks, search_config
 from shieldbench.attacks._tap import tap
 from shieldbench.datasets import Dataset
 from shieldbench.defenses import Defense
-from shieldbench.engine import EndToEnd, new_run_id
-from shieldbench.engine._run import environment
+from shieldbench.engine import EndToEnd
 from shieldbench.errors import ConfigError, RunError
 from shieldbench.metrics import effective_blocked, rate
 from shieldbench.targets import Target
-from shieldbench.types import DatasetInfo, DefenseInfo, RunConfig, Sample
+from shieldbench.types import RunConfig, Sample
 
 __all__ = ["load_llm_attack", "read_transcripts", "run_llm_attack"]
 
@@ -210,13 +209,8 @@ def run_llm_attack(
     any_bypass = sum(o.bypassed for o in outcomes)
     kept = sum(o.preserved for o in outcomes)
     return LLMAttackResult(
-        defense=DefenseInfo(defense_spec or defense.name, defense.name),
-        dataset=DatasetInfo(
-            spec=dataset.name,
-            content_hash=dataset.content_hash,
-            n_samples=len(dataset),
-            sources=dataset.sources,
-        ),
+        defense=defense_info(defense, defense_spec),
+        dataset=dataset_info(dataset),
         settings=settings,
         attacker=attacker.describe(),
         evaluator=models.evaluator.describe(),
@@ -232,14 +226,12 @@ def run_llm_attack(
         cost=spend.usage.cost(settings.price_per_mtok),
         stopped_by=spend.stopped_by,
         outcomes=tuple(outcomes),
-        meta=AttackMeta(
-            id=new_run_id(),
-            strategy=settings.strategy,
-            started=started,
-            finished=datetime.now(UTC),
-            defense_s=clock.seconds,
-            loop_s=max(elapsed - clock.seconds - spend.usage.seconds, 0.0),
-            environment=environment(defense),
+        meta=attack_meta(
+            defense,
+            settings.strategy,
+            started,
+            clock.seconds,
+            elapsed - clock.seconds - spend.usage.seconds,
         ),
     )
 

@@ -93,12 +93,12 @@ def llm_transfer(
     One text per bypassed attack: its goal-preserving bypass when there is one,
     else its first bypass; ``preserving_evaded`` counts the goal-preserving ones.
     """
-    chosen = [
-        (o.sample_id, o.preserving_text or o.bypass_text, o.goal, o.preserving_text is not None)
-        for o in result.outcomes
-        if o.bypass_text is not None
-    ]
-    return _replay(chosen, defense, defense_spec, config)  # type: ignore[arg-type]
+    chosen: list[Replay] = []
+    for o in result.outcomes:
+        text = o.preserving_text or o.bypass_text
+        if text is not None:
+            chosen.append((o.sample_id, text, o.goal, o.preserving_text is not None))
+    return _replay(chosen, defense, defense_spec, config)
 
 
 def _replay(

@@ -11,6 +11,7 @@ search and the reports are imported inside the commands, so that
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -88,7 +89,7 @@ from shieldbench.types import ERROR_POLICIES, TIERS, RunConfig
 
 if TYPE_CHECKING:
     from shieldbench.attacks import AttackResult, RoundSummary
-    from shieldbench.engine import EndToEnd, Executor
+    from shieldbench.engine import EndToEnd, RayExecutor
     from shieldbench.store import Store
 
 LLM_STRATEGIES = ("pair", "tap", "crescendo")  # shieldbench.attacks.LLM_STRATEGIES, unimported
@@ -149,7 +150,7 @@ class _SearchJob:
     examples: int
     store: Store | None
     tags: dict[str, str]
-    executor: Executor | None
+    executor: RayExecutor | None
 
 
 def _engine_config(
@@ -166,6 +167,18 @@ def _engine_config(
         retries=retries,
         warmup=0,
         batch_size=batch_size,
+    )
+
+
+def _settings(strategy: str, mutator_names: str | None, base: AttackSettings) -> AttackSettings:
+    """``base`` with the strategy and mutators checked and set."""
+    if strategy not in STRATEGIES:
+        raise ConfigError(f"--strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
+    names = tuple(m.name for m in resolve_mutators(mutator_names))
+    return dataclasses.replace(
+        base,
+        strategy=strategy,  # type: ignore[arg-type]  # checked against STRATEGIES above
+        mutators=names if mutator_names else (),
     )
 
 
@@ -296,10 +309,6 @@ def attack(
     if all(s in LLM_STRATEGIES for s in chosen):
         from shieldbench.cli._attack_llm import LLMCommand, LLMOptions, run_llm_command
 
-        if len(set(chosen)) < len(chosen):
-            raise ConfigError(f"--strategy {strategy!r}: a strategy is named twice")
-        if not resume:
-            check_out_dir(out, option="--out")
         opts = LLMOptions(attacker, evaluator, streams, depth, width, branching, turns,
                           backtracks, screen_mode, token_budget, time_budget, price,
                           compare_mutators, resume)  # fmt: skip
@@ -308,15 +317,9 @@ def attack(
                                    parse_tags(tag)))  # fmt: skip
         return
     check_out_dir(out, option="--out")  # before the data is loaded or a query is sent
-    if strategy not in STRATEGIES:
-        raise ConfigError(f"--strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
-    names = tuple(m.name for m in resolve_mutators(mutator_names))
-    settings = AttackSettings(
-        budget=budget, rounds=rounds, seed=seed,
-        strategy=strategy,  # type: ignore[arg-type]  # checked against STRATEGIES above
-        beam_width=beam_width, max_depth=max_depth, max_attacks=max_attacks,
-        mutators=names if mutator_names else (),
-    )  # fmt: skip
+    settings = _settings(strategy, mutator_names, AttackSettings(
+        budget=budget, rounds=rounds, seed=seed, beam_width=beam_width, max_depth=max_depth,
+        max_attacks=max_attacks))  # fmt: skip
     plan = build_plan(e2e)  # specs checked before the attack spends its budget
     tags = parse_tags(tag)
     store = None if no_store else open_cli_store(db)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from shieldbench._textio import write_text_atomic
 from shieldbench.cli._app import console, err_console
 from shieldbench.cli._e2e import close_plan
+from shieldbench.cli._outpaths import check_out_dir
 from shieldbench.cli._report import print_report_paths
 from shieldbench.cli._store import open_cli_store, record
 from shieldbench.datasets import Dataset, load_dataset
@@ -143,6 +144,20 @@ def _one(
     return dataclasses.replace(result, transfer=transfer, comparison=comparison)
 
 
+def _checked(cmd: LLMCommand) -> list[tuple[LLMSettings, Path]]:
+    """Every option checked before a model is built or a query sent."""
+    if cmd.opts.attacker is None:
+        raise ConfigError(
+            f"--strategy {','.join(cmd.strategies)} needs --attacker SPEC (a chat endpoint,"
+            " e.g. llm:ollama/llama3.2 or openai:MODEL@http://127.0.0.1:11434/v1)"
+        )
+    if len(set(cmd.strategies)) < len(cmd.strategies):
+        raise ConfigError(f"--strategy {','.join(cmd.strategies)}: a strategy is named twice")
+    if not cmd.opts.resume:
+        check_out_dir(cmd.out, option="--out")
+    return _plans(cmd)
+
+
 def run_llm_command(cmd: LLMCommand) -> None:
     """Run the LLM strategies end to end and write their files (see the module docstring).
 
@@ -152,15 +167,14 @@ def run_llm_command(cmd: LLMCommand) -> None:
     from shieldbench.attacks import build_attacker
     from shieldbench.reports import write_llm_reports
 
-    if cmd.opts.attacker is None:
-        raise ConfigError(
-            f"--strategy {','.join(cmd.strategies)} needs --attacker SPEC (a chat endpoint,"
-            " e.g. llm:ollama/llama3.2 or openai:MODEL@http://127.0.0.1:11434/v1)"
-        )
-    plans = _plans(cmd)
+    try:
+        plans = _checked(cmd)
+    except BaseException:
+        close_plan(cmd.plan)
+        raise
     store = None if cmd.no_store else open_cli_store(cmd.db)
     data = load_dataset(cmd.data_spec)
-    attacker = build_attacker(cmd.opts.attacker)
+    attacker = build_attacker(cmd.opts.attacker or "")  # checked: not None
     evaluator = None if cmd.opts.evaluator is None else build_attacker(cmd.opts.evaluator)
     built: list[Defense] = []
     results: list[LLMAttackResult] = []

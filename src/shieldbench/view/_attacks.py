@@ -26,8 +26,10 @@ _attacks = LruCache(8)
 
 @router.get("/attacks", response_class=HTMLResponse)
 def attacks(request: Request) -> HTMLResponse:
-    """Every stored adaptive attack, newest first."""
-    return page(request, "attacks.html", attacks=store_of(request).attack_infos())
+    """Every stored mutator-search attack, newest first (LLM-driven attacks are rendered
+    by ``shieldbench report``, not here yet)."""
+    infos = [a for a in store_of(request).attack_infos() if a.kind == "shieldbench.attack"]
+    return page(request, "attacks.html", attacks=infos)
 
 
 def _view(request: Request, attack_id: str) -> Any:
