@@ -35,6 +35,7 @@ Example:
 
 from __future__ import annotations
 
+from shieldbench.reports._attack_section import working_mutators
 from shieldbench.reports._build import build_report
 from shieldbench.reports._html import render_html
 from shieldbench.reports._json import render_json, report_schema
@@ -85,6 +86,7 @@ __all__ = [
     "render_json",
     "render_markdown",
     "report_schema",
+    "working_mutators",
     "write_llm_reports",
     "write_reports",
 ]

@@ -34,6 +34,7 @@ from markupsafe import Markup
 
 from shieldbench.metrics import Estimate, Rate, SampleFlip, quantile_bound_n
 from shieldbench.reports import _attack_charts, _charts, _plane_charts
+from shieldbench.reports._attack_section import chains_table, rounds_table, transfer_table
 from shieldbench.reports._e2e_view import e2e_html
 from shieldbench.reports._flips import HTML_TEXT, HTML_TOP, KIND_TITLES, side_text
 from shieldbench.reports._format import (
@@ -57,10 +58,13 @@ from shieldbench.reports._html_views import (
 from shieldbench.reports._layout import short_id
 from shieldbench.reports._markdown_more import paired_difference_text
 from shieldbench.reports._model import DatasetGroup, Report, RunSection
+from shieldbench.reports._rows import Table
 from shieldbench.reports._summary_rows import summary_rows
 
 if TYPE_CHECKING:
     from jinja2 import Environment, Template
+
+    from shieldbench.attacks import Bypass
 
 __all__ = ["CSP_TEMPLATE", "MAX_ATTACK_BYPASSES", "render_html"]
 
@@ -303,11 +307,17 @@ def _context(report: Report, *, charts: bool) -> dict[str, Any]:
         e for r in report.runs for e in (*r.worst_case.bypasses, *r.worst_case.false_positives)
     ]
     env_pairs = sorted({(k, v) for r in report.runs for k, v in r.environment.items()})
-    attack = report.attack.view if report.attack is not None else None
-    attack_bypasses = []
+    attack = report.attack.result if report.attack is not None else None
+    attack_bypasses: list[Bypass] = []
+    attack_tables: dict[str, Table] = {}
     if attack is not None:
-        ordered = sorted(attack.bypasses, key=lambda b: not b.get("preserves_payload"))
+        ordered = sorted(attack.bypasses, key=lambda b: not b.preserves_payload)
         attack_bypasses = ordered[:MAX_ATTACK_BYPASSES]
+        attack_tables = {
+            "rounds": rounds_table(attack),
+            "chains": chains_table(attack),
+            "transfer": transfer_table(attack),
+        }
     return {
         "report": report,
         "flip_titles": KIND_TITLES,
@@ -342,7 +352,8 @@ def _context(report: Report, *, charts: bool) -> dict[str, Any]:
         if charts and attack is not None
         else None,
         "attack_bypasses": attack_bypasses,
-        "attack_categories": sorted({str(b.get("category")) for b in attack_bypasses}),
+        "attack_tables": attack_tables,
+        "attack_categories": sorted({str(b.category) for b in attack_bypasses}),
         "end_to_end_html": Markup(_scrolling(e2e_html(report.end_to_end))),  # escaped there
     }
 

@@ -381,7 +381,7 @@ def render_markdown(report: Report) -> str:
         )
     if report.attack is not None:
         lines += attack_markdown(
-            report.attack.view,
+            report.attack.result,
             examples=report.settings.examples,
             text_limit=report.settings.text_limit,
         )

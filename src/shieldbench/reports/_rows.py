@@ -1,0 +1,77 @@
+"""One row model for the tables that Markdown and HTML both show.
+
+A section builds its table once, as a :class:`Table` of :class:`Cell` values, and
+each renderer draws it: :func:`table_markdown` for the Markdown report, the
+``row_table`` macro of ``templates/report.html`` for the HTML one. So the two
+views cannot drift apart (a column added, a figure formatted differently).
+
+A cell is one of three things: a **rate** (drawn with its Wilson interval, and in
+Markdown its ``k/n``), a **number** we formatted ourselves (right-aligned, never
+escaped), or **text** from the data (escaped by each renderer: ``md_text`` in
+Markdown, autoescaping in HTML). :func:`number` only makes a number cell of a
+real number: anything else read from a (possibly hand-edited) file becomes text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from shieldbench.metrics import Rate
+from shieldbench.reports._format import DASH, rate_text
+from shieldbench.reports._mdescape import Md, md_table
+
+__all__ = ["Cell", "Column", "Table", "number", "rate_cell", "table_markdown", "text"]
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One table cell: ``rate`` when it is a rate, else ``text`` (``numeric``: ours)."""
+
+    text: str
+    numeric: bool = False
+    rate: Rate | None = None
+    with_n: bool = False  # HTML: a rate also shows its n
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    title: str
+    numeric: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """Columns and rows of cells (every row as long as ``columns``)."""
+
+    columns: tuple[Column, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+
+
+def text(value: object) -> Cell:
+    """Data shown as text (escaped by the renderer); ``None`` as a dash."""
+    return Cell(DASH if value is None else str(value))
+
+
+def number(value: object, fmt: str = "g") -> Cell:
+    """A number we format (``fmt``); a value that is no number is shown as text."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return text(value)
+    return Cell(format(value, fmt), numeric=True)
+
+
+def rate_cell(r: Rate, *, n: bool = False) -> Cell:
+    """A rate with its interval (``n``: the HTML cell shows its n too)."""
+    return Cell(rate_text(r, n=False), numeric=True, rate=r, with_n=n)
+
+
+def _md(cell: Cell) -> str | Md:
+    if cell.rate is not None:
+        return Md(f"{rate_text(cell.rate, n=False)} ({cell.rate.k}/{cell.rate.n})")
+    return Md(cell.text) if cell.numeric else cell.text
+
+
+def table_markdown(table: Table) -> str:
+    """The table as GitHub-flavoured Markdown (text cells escaped)."""
+    rows: Sequence[Sequence[str | Md]] = [[_md(c) for c in row] for row in table.rows]
+    return md_table([c.title for c in table.columns], rows)
