@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -59,6 +59,7 @@ from shieldbench.reports._layout import short_id
 from shieldbench.reports._markdown_more import paired_difference_text
 from shieldbench.reports._model import DatasetGroup, Report, RunSection
 from shieldbench.reports._rows import Table
+from shieldbench.reports._run_tables import composite_table
 from shieldbench.reports._summary_rows import summary_rows
 
 if TYPE_CHECKING:
@@ -268,37 +269,6 @@ def _group_views(report: Report, *, charts: bool) -> list[_GroupView]:
     return views
 
 
-def _composites(runs: Sequence[RunSection]) -> list[tuple[str, str, str]]:
-    rows = []
-    for r in runs:
-        c = r.composite
-        if c is None:
-            continue
-        if c.path_shares is not None:
-            ps = c.path_shares
-            rows.append(
-                (
-                    r.label,
-                    "tiered paths",
-                    f"fast {ps.fast} ({pct(ps.fast_share)}), deep {ps.deep}"
-                    f" ({pct(ps.deep_share)}), other {ps.other}",
-                )
-            )
-        if c.dual_gain is not None:
-            dg = c.dual_gain
-            rows.append(
-                (
-                    r.label,
-                    "dual: what the warn-only stage would add",
-                    f"+{dg.extra_attacks_caught} attacks caught (+{pct(dg.extra_block_rate)} of"
-                    f" {dg.attacks}), +{dg.extra_false_positives} false positives"
-                    f" (+{pct(dg.extra_false_positive_rate)} of {dg.benign}),"
-                    f" {dg.warn_errors} warner errors",
-                )
-            )
-    return rows
-
-
 def _context(report: Report, *, charts: bool) -> dict[str, Any]:
     _, css, js = _template_source()
     digest = base64.b64encode(hashlib.sha256(js.encode("utf-8")).digest()).decode("ascii")
@@ -344,7 +314,7 @@ def _context(report: Report, *, charts: bool) -> dict[str, Any]:
         "examples": examples,
         "example_runs": sorted({e.run for e in examples}),
         "example_categories": sorted({e.category for e in examples}),
-        "composites": _composites(report.runs),
+        "composites": composite_table(report.runs),
         "attack_asr_svg": _safe(_attack_charts.asr_queries_chart(attack))
         if charts and attack is not None
         else None,

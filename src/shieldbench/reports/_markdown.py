@@ -37,6 +37,8 @@ from shieldbench.reports._markdown_more import comparison_markdown
 from shieldbench.reports._markdown_wide import configuration_tables, fit_table, metric_tables
 from shieldbench.reports._mdescape import Md, md_table, md_text
 from shieldbench.reports._model import Example, Report, RunSection
+from shieldbench.reports._rows import table_markdown
+from shieldbench.reports._run_tables import composite_table
 from shieldbench.reports._summary_rows import summary_rows
 
 __all__ = ["render_markdown"]
@@ -327,41 +329,10 @@ def _worst_case(report: Report) -> list[str]:
 
 
 def _composite(runs: Sequence[RunSection]) -> list[str]:
-    rows: list[list[str | Md]] = []
-    for r in runs:
-        c = r.composite
-        if c is None:
-            continue
-        if c.path_shares is not None:
-            ps = c.path_shares
-            rows.append(
-                [
-                    r.label,
-                    "tiered paths",
-                    _m(
-                        f"fast {ps.fast} ({pct(ps.fast_share)}), deep {ps.deep}"
-                        f" ({pct(ps.deep_share)}), other {ps.other}"
-                    ),
-                ]
-            )
-        if c.dual_gain is not None:
-            dg = c.dual_gain
-            rows.append(
-                [
-                    r.label,
-                    "dual: warner would add",
-                    _m(
-                        f"+{dg.extra_attacks_caught} attacks caught"
-                        f" (+{pct(dg.extra_block_rate)} of {dg.attacks}),"
-                        f" +{dg.extra_false_positives} false positives"
-                        f" (+{pct(dg.extra_false_positive_rate)} of {dg.benign}),"
-                        f" {dg.warn_errors} warner errors"
-                    ),
-                ]
-            )
-    if not rows:
+    table = composite_table(runs)
+    if table is None:
         return []
-    return ["", "## Composite defenses", "", md_table(["Defense", "Fact", "Value"], rows)]
+    return ["", "## Composite defenses", "", table_markdown(table)]
 
 
 def render_markdown(report: Report) -> str:

@@ -6,10 +6,11 @@ each renderer draws it: :func:`table_markdown` for the Markdown report, the
 views cannot drift apart (a column added, a figure formatted differently).
 
 A cell is one of three things: a **rate** (drawn with its Wilson interval, and in
-Markdown its ``k/n``), a **number** we formatted ourselves (right-aligned, never
-escaped), or **text** from the data (escaped by each renderer: ``md_text`` in
-Markdown, autoescaping in HTML). :func:`number` only makes a number cell of a
-real number: anything else read from a (possibly hand-edited) file becomes text.
+Markdown its ``k/n``), a **number** (or a phrase of numbers) we formatted ourselves
+(never escaped in Markdown; HTML autoescapes everything), or **text** from the
+data (escaped by each renderer: ``md_text`` in Markdown, autoescaping in HTML).
+:func:`number` only makes a number cell of a real number: anything else read from a
+(possibly hand-edited) file becomes text.
 """
 
 from __future__ import annotations
@@ -26,12 +27,17 @@ __all__ = ["Cell", "Column", "Table", "number", "rate_cell", "table_markdown", "
 
 @dataclass(frozen=True, slots=True)
 class Cell:
-    """One table cell: ``rate`` when it is a rate, else ``text`` (``numeric``: ours)."""
+    """One table cell: ``rate`` when it is a rate, else ``text``.
+
+    ``ours``: text we formatted from numbers (Markdown writes it unescaped);
+    ``numeric``: right-aligned; ``with_n``: an HTML rate cell shows its n too.
+    """
 
     text: str
     numeric: bool = False
     rate: Rate | None = None
-    with_n: bool = False  # HTML: a rate also shows its n
+    with_n: bool = False
+    ours: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,18 +63,18 @@ def number(value: object, fmt: str = "g") -> Cell:
     """A number we format (``fmt``); a value that is no number is shown as text."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return text(value)
-    return Cell(format(value, fmt), numeric=True)
+    return Cell(format(value, fmt), numeric=True, ours=True)
 
 
 def rate_cell(r: Rate, *, n: bool = False) -> Cell:
     """A rate with its interval (``n``: the HTML cell shows its n too)."""
-    return Cell(rate_text(r, n=False), numeric=True, rate=r, with_n=n)
+    return Cell(rate_text(r, n=False), numeric=True, rate=r, with_n=n, ours=True)
 
 
 def _md(cell: Cell) -> str | Md:
     if cell.rate is not None:
         return Md(f"{rate_text(cell.rate, n=False)} ({cell.rate.k}/{cell.rate.n})")
-    return Md(cell.text) if cell.numeric else cell.text
+    return Md(cell.text) if cell.ours else cell.text
 
 
 def table_markdown(table: Table) -> str:

@@ -1,0 +1,71 @@
+"""One row model, two views: the tables built once (reports/_rows.py) read the same in
+Markdown and HTML, and each view escapes the data's text its own way."""
+
+from __future__ import annotations
+
+import dataclasses
+import html as htmllib
+import re
+
+from shieldbench.attacks import AttackResult
+from shieldbench.reports import build_report, render_markdown
+from shieldbench.reports._attack_section import chains_table, rounds_table, transfer_table
+from shieldbench.reports._html import render_page
+from shieldbench.reports._rows import Table, number, table_markdown, text
+from shieldbench.types import DefenseInfo
+
+_CELL = re.compile(r"<td[^>]*>(.*?)</td>", re.S)
+
+
+def _html_rows(page: str) -> list[list[str]]:
+    rows = []
+    for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", page, re.S):
+        cells = [htmllib.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in _CELL.findall(tr)]
+        if cells:
+            rows.append(cells)
+    return rows
+
+
+def _expected(table: Table) -> list[list[str]]:
+    return [[c.text for c in row] for row in table.rows]
+
+
+def test_the_attack_tables_read_the_same_in_markdown_and_html(
+    attack_result: AttackResult,
+) -> None:
+    hostile = "<img src=x onerror=alert(1)> | *x*"
+    result = dataclasses.replace(
+        attack_result,
+        transfer=tuple(
+            dataclasses.replace(t, defense=DefenseInfo(hostile, "evil"))
+            for t in attack_result.transfer
+        ),
+    )
+    report = build_report([], attack=result)
+    md, page = render_markdown(report), render_page(report, charts=False)
+    rows = _html_rows(page)
+    tables = (rounds_table(result), chains_table(result), transfer_table(result))
+    assert all(t.rows for t in tables)
+    for table in tables:
+        assert table_markdown(table) in md
+        for expected in _expected(table):
+            assert any(r[: len(expected)] == _strip_n(expected, r) for r in rows), expected
+    assert "<img" not in page
+    assert hostile not in md  # escaped there: the pipe and the stars are text
+
+
+def _strip_n(expected: list[str], row: list[str]) -> list[str]:
+    """A rate cell of HTML may add its n ("... n=12"): compare the interval part."""
+    out = []
+    for want, got in zip(expected, row, strict=False):
+        out.append(got if got.startswith(want) else want)
+    return out
+
+
+def test_a_number_cell_is_only_made_of_numbers() -> None:
+    assert number(3).ours
+    assert number(0.25, ".3f").text == "0.250"
+    for bad in ("<b>3</b>", None, True, [1]):
+        cell = number(bad)
+        assert not cell.ours  # shown as text, escaped by both views
+    assert text(None).text == "–"
