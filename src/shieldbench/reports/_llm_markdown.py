@@ -5,10 +5,11 @@ with the transfer and the mutator comparison inside), so ``shieldbench report
 llm_attack.json ...`` renders a stored attack exactly as ``shieldbench attack``
 did. Sections: the headline figures of each strategy (static, any-bypass and
 goal-preserving ASR with Wilson 95% intervals, queries, attacker tokens and
-estimated cost, failures, the budget that stopped it), ASR against queries, the
-mutator search given the same number of queries, the transfer of the bypasses to
-other defenses, and the best transcripts. Every value from the data goes through
-:func:`md_text` / :func:`md_table`.
+estimated cost, failures, the budget that stopped it), ASR against queries, where
+the defense failed (the Crescendo turn, or the PAIR / TAP refinement, of each
+goal-preserving bypass), the mutator search given the same number of queries, the
+transfer of the bypasses to other defenses, and the best transcripts. Every value
+from the data goes through :func:`md_text` / :func:`md_table`.
 """
 
 from __future__ import annotations
@@ -74,6 +75,25 @@ def _curve(r: LLMAttackResult) -> list[str]:
         f"### {md_text(r.strategy)}: ASR against queries",
         "",
         md_table(["Queries", "ASR", "Goal-preserving ASR"], rows),
+        "",
+    ]
+
+
+def _turns(r: LLMAttackResult) -> list[str]:
+    """Where the defense failed: goal-preserving bypasses by turn (Crescendo) or by
+    refinement depth (PAIR, TAP), and how many attacks it held."""
+    counts: dict[int, int] = {}
+    for o in r.outcomes:
+        if o.turn is not None:
+            counts[o.turn] = counts.get(o.turn, 0) + 1
+    step = "Turn" if r.strategy == "crescendo" else "Refinement"
+    held = sum(1 for o in r.outcomes if o.turn is None)
+    rows: list[list[str | Md]] = [[Md(str(t)), Md(str(n))] for t, n in sorted(counts.items())]
+    rows.append(["held (no goal-preserving bypass)", Md(str(held))])
+    return [
+        f"### {md_text(r.strategy)}: where the defense failed",
+        "",
+        md_table([step, "Attacks bypassed there (goal kept)"], rows),
         "",
     ]
 
@@ -200,6 +220,7 @@ def llm_attack_markdown(
     ]
     for r in results:
         lines += _curve(r)
+        lines += _turns(r)
     lines += _comparison(results)
     lines += _transfer(results)
     for r in results:
