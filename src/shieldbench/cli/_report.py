@@ -123,6 +123,12 @@ def _load(
     return runs, attack, llm
 
 
+def _write_llm(results: Sequence[LLMAttackResult], out: Path) -> None:
+    from shieldbench.reports import write_llm_reports
+
+    print_report_paths(write_llm_reports(results, out))
+
+
 @app.command("report")
 def report(
     inputs: Annotated[
@@ -189,9 +195,7 @@ def report(
             out = Path("reports") / f"report-{output_id(keys + [r.meta.id for r in llm])}"
     check_out_dir(out, option="--out")
     if llm:
-        from shieldbench.reports import write_llm_reports
-
-        print_report_paths(write_llm_reports(llm, out))
+        _write_llm(llm, out)
         if not runs and attack is None:
             return
     built = build_report(
