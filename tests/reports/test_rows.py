@@ -7,12 +7,17 @@ import dataclasses
 import html as htmllib
 import re
 
+import pytest
+
 from shieldbench.attacks import AttackResult
 from shieldbench.reports import build_report, render_markdown
 from shieldbench.reports._attack_section import chains_table, rounds_table, transfer_table
 from shieldbench.reports._html import render_page
 from shieldbench.reports._rows import Table, number, table_markdown, text
-from shieldbench.types import DefenseInfo
+from shieldbench.reports._run_tables import composite_table
+from shieldbench.types import DefenseInfo, Sample
+
+from .conftest import make_run
 
 _CELL = re.compile(r"<td[^>]*>(.*?)</td>", re.S)
 
@@ -69,3 +74,20 @@ def test_a_number_cell_is_only_made_of_numbers() -> None:
         cell = number(bad)
         assert not cell.ours  # shown as text, escaped by both views
     assert text(None).text == "–"
+
+
+@pytest.mark.parametrize("details", ["tiered", "dual"])
+def test_the_composite_table_reads_the_same_in_markdown_and_html(
+    samples: list[Sample], details: str
+) -> None:
+    report = build_report([make_run(samples, details=details)])
+    table = composite_table(report.runs)
+    assert table is not None
+    assert table.rows
+    md, page = render_markdown(report), render_page(report, charts=False)
+    assert table_markdown(table) in md
+    rows = _html_rows(page)
+    for expected in _expected(table):
+        assert expected in rows
+    fact = "tiered paths" if details == "tiered" else "dual: warner would add"
+    assert fact in md.replace("\\", "")
