@@ -24,13 +24,24 @@ def _mutator_attack() -> dict[str, object]:
     return run_attack(_Keyword(), data, settings=AttackSettings(budget=10, seed=1)).to_dict()
 
 
-def test_a_mutator_search_is_stored_with_its_kind_and_search_queries(tmp_path: Path) -> None:
+def test_both_kinds_are_stored_with_their_kind_on_both_backends(store_url: str) -> None:
     doc = _mutator_attack()
-    with open_store(str(tmp_path / "h.db")) as store:
+    llm = {
+        **doc,
+        "kind": "shieldbench.llm_attack",
+        "meta": {**doc["meta"], "id": "llm-1"},  # type: ignore[dict-item]
+        "counts": {"queries": 7},
+    }
+    with open_store(store_url) as store:
         assert store.add_attack(doc)
-        (info,) = store.attack_infos()
-    assert info.kind == "shieldbench.attack"
-    assert info.queries == doc["counts"]["search_queries"]  # type: ignore[index]
+        assert store.add_attack(llm)
+        assert not store.add_attack(llm)  # already stored
+        infos = {a.id: a for a in store.attack_infos()}
+        assert store.get_attack("llm-1")["kind"] == "shieldbench.llm_attack"
+    mutator = infos[doc["meta"]["id"]]  # type: ignore[index]
+    assert mutator.kind == "shieldbench.attack"
+    assert mutator.queries == doc["counts"]["search_queries"]  # type: ignore[index]
+    assert (infos["llm-1"].kind, infos["llm-1"].queries) == ("shieldbench.llm_attack", 7)
 
 
 def test_a_history_from_before_the_kind_column_upgrades_and_reads_as_mutator_searches(
