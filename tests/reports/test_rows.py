@@ -13,9 +13,10 @@ from shieldbench.attacks import AttackResult
 from shieldbench.reports import build_report, render_markdown
 from shieldbench.reports._attack_section import chains_table, rounds_table, transfer_table
 from shieldbench.reports._html import render_page
+from shieldbench.reports._mdescape import md_text
 from shieldbench.reports._rows import Table, number, table_markdown, text
-from shieldbench.reports._run_tables import composite_table
-from shieldbench.types import DefenseInfo, Sample
+from shieldbench.reports._run_tables import composite_table, group_table
+from shieldbench.types import DefenseInfo, Run, Sample
 
 from .conftest import make_run
 
@@ -91,3 +92,25 @@ def test_the_composite_table_reads_the_same_in_markdown_and_html(
         assert expected in rows
     fact = "tiered paths" if details == "tiered" else "dual: warner would add"
     assert fact in md.replace("\\", "")
+
+
+def test_the_breakdown_tables_read_the_same_in_markdown_and_html(run_a: Run) -> None:
+    report = build_report([run_a])
+    md, page = render_markdown(report), render_page(report, charts=False)
+    rows = _html_rows(page)
+    section = report.runs[0]
+    target = section.summary.settings.coverage_target
+    shown = 0
+    for dim, groups in section.summary.breakdowns.by.items():
+        table = group_table(groups, target, dim)
+        for row in table.rows:
+            cells = [c.text for c in row]
+            assert any(r[: len(cells)] == cells for r in rows), cells
+            head = f"| {md_text(cells[0])} | {cells[1]} | {cells[2]} |"
+            assert head in md, head
+            shown += 1
+        missed = [row[4] for row in table.rows if row[4].mark == "bad"]
+        assert all(f"**{c.text}**" in md for c in missed)
+        assert all(c.mark is None or c.text in ("yes", "no") for c in (r[4] for r in table.rows))
+    assert shown > 0
+    assert '<span class="bad">no</span>' in page or '<span class="good">yes</span>' in page

@@ -59,7 +59,7 @@ from shieldbench.reports._layout import short_id
 from shieldbench.reports._markdown_more import paired_difference_text
 from shieldbench.reports._model import DatasetGroup, Report, RunSection
 from shieldbench.reports._rows import Table
-from shieldbench.reports._run_tables import composite_table
+from shieldbench.reports._run_tables import composite_table, group_table
 from shieldbench.reports._summary_rows import summary_rows
 
 if TYPE_CHECKING:
@@ -129,6 +129,7 @@ def _environment() -> Environment:
         short=short_id,
         flip_side=_flip_side,
     )
+    env.globals["groups_table"] = group_table  # the breakdown tables, as Markdown builds them
     return env
 
 

@@ -20,9 +20,18 @@ from dataclasses import dataclass
 
 from shieldbench.metrics import Rate
 from shieldbench.reports._format import DASH, rate_text
-from shieldbench.reports._mdescape import Md, md_table
+from shieldbench.reports._mdescape import Md, md_table, md_text
 
-__all__ = ["Cell", "Column", "Table", "number", "rate_cell", "table_markdown", "text"]
+__all__ = [
+    "Cell",
+    "Column",
+    "Table",
+    "markdown_rows",
+    "number",
+    "rate_cell",
+    "table_markdown",
+    "text",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +47,7 @@ class Cell:
     rate: Rate | None = None
     with_n: bool = False
     ours: bool = False
+    mark: str | None = None  # "good" / "bad": HTML colours it, Markdown bolds "bad"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +62,7 @@ class Table:
 
     columns: tuple[Column, ...]
     rows: tuple[tuple[Cell, ...], ...]
+    counts: bool = True  # Markdown writes a rate's k/n beside its interval
 
 
 def text(value: object) -> Cell:
@@ -71,13 +82,21 @@ def rate_cell(r: Rate, *, n: bool = False) -> Cell:
     return Cell(rate_text(r, n=False), numeric=True, rate=r, with_n=n, ours=True)
 
 
-def _md(cell: Cell) -> str | Md:
+def _md(cell: Cell, counts: bool) -> str | Md:
     if cell.rate is not None:
-        return Md(f"{rate_text(cell.rate, n=False)} ({cell.rate.k}/{cell.rate.n})")
+        kn = f" ({cell.rate.k}/{cell.rate.n})" if counts else ""
+        return Md(f"{rate_text(cell.rate, n=False)}{kn}")
+    if cell.mark == "bad":
+        return Md(f"**{md_text(cell.text)}**")
     return Md(cell.text) if cell.ours else cell.text
+
+
+def markdown_rows(table: Table) -> list[list[str | Md]]:
+    """The rows as Markdown cells (text cells escaped by ``md_table``)."""
+    return [[_md(c, table.counts) for c in row] for row in table.rows]
 
 
 def table_markdown(table: Table) -> str:
     """The table as GitHub-flavoured Markdown (text cells escaped)."""
-    rows: Sequence[Sequence[str | Md]] = [[_md(c) for c in row] for row in table.rows]
+    rows: Sequence[Sequence[str | Md]] = markdown_rows(table)
     return md_table([c.title for c in table.columns], rows)
