@@ -11,7 +11,12 @@ wall time, as measured in this run:
 - ``attacker``: time inside attacker and evaluator calls (HTTP client included),
   the baseline;
 - ``defense``: time inside the engine's screen calls;
-- ``strategy``: the rest (``LLMAttackResult.loop_s``).
+- ``strategy``: the rest (``LLMAttackResult.meta.loop_s``).
+
+The attacker is asked one call at a time (``concurrency=1``): with concurrent
+calls their seconds overlap and the rest is only a lower bound of the strategy's
+time. ``--concurrency N`` runs PAIR and TAP with N calls in flight instead, to see
+the wall time they save (the strategy column is then a lower bound).
 
 It prints the strategy's time per attacker call and per query, and
 ``strategy per call / 200 ms``, the figure the target is about (< 5%). Run:
@@ -76,6 +81,7 @@ class CostlyKeyword:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two goals per strategy")
+    parser.add_argument("--concurrency", type=int, default=1, help="attacker calls in flight")
     args = parser.parse_args()
     goals = GOALS[:2] if args.quick else GOALS
     module = _scripted()
@@ -86,12 +92,19 @@ def main() -> int:
     try:
         for strategy in ("pair", "tap", "crescendo"):
             attacker = build_attacker(server.spec)
-            settings = LLMSettings(strategy, budget=Budget(200), streams=2, depth=3)  # type: ignore[arg-type]
+            settings = LLMSettings(
+                strategy,  # type: ignore[arg-type]
+                budget=Budget(200),
+                streams=2,
+                depth=3,
+                concurrency=args.concurrency,
+            )
             r = run_llm_attack(
                 CostlyKeyword(module.KeywordDefense()), data, attacker, settings=settings
             )
             attacker.close()
-            per_call = r.loop_s / max(r.usage.calls, 1)
+            loop_s = r.meta.loop_s
+            per_call = loop_s / max(r.usage.calls, 1)
             rows.append(
                 {
                     "strategy": strategy,
@@ -99,10 +112,10 @@ def main() -> int:
                     "queries": r.queries,
                     "wall_s": round(r.seconds, 4),
                     "attacker_s": round(r.usage.seconds, 4),
-                    "defense_s": round(r.defense_s, 4),
-                    "strategy_s": round(r.loop_s, 4),
+                    "defense_s": round(r.meta.defense_s, 4),
+                    "strategy_s": round(loop_s, 4),
                     "strategy_ms_per_call": round(per_call * 1e3, 3),
-                    "strategy_ms_per_query": round(r.loop_s / max(r.queries, 1) * 1e3, 3),
+                    "strategy_ms_per_query": round(loop_s / max(r.queries, 1) * 1e3, 3),
                     "ratio_to_200ms_call": round(per_call / CALL_S, 5),
                 }
             )
@@ -115,7 +128,8 @@ def main() -> int:
     where = f"{platform.node()} ({platform.machine()}, {platform.python_version()})"
     lines = [
         f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {where},"
-        f" {'quick' if args.quick else 'full'} mode; scripted attacker sleeping"
+        f" {'quick' if args.quick else 'full'} mode, concurrency {args.concurrency};"
+        " scripted attacker sleeping"
         f" {CALL_S * 1e3:.0f} ms a call, defense 1 ms a call, imports warmed first."
         " Target: strategy time per attacker call < 5% of the call.",
         "",

@@ -20,20 +20,38 @@ strategies' mechanics can be tested without a model:
 - **Generator** ("test data"): ``n`` items per request, with an exact and a near
   duplicate of the first inserted after it, to be removed by ``generate``.
 
-``delay_s`` sleeps before each answer (the benchmark's 200 ms attacker call).
+``delay_s`` sleeps before each answer (the benchmark's 200 ms attacker call);
+``jitter_s`` adds a random latency, so concurrent calls finish out of order.
 Every answer reports ``usage`` (prompt and completion tokens: words counted).
+The server machinery is shared with the end-to-end tests' scripted chat model
+(``tests/_scripted_llm.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import random
 import re
-import threading
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+
+
+def _load_shared() -> Any:
+    """``tests/_scripted_llm.py``, by its path (this file is loaded by path too)."""
+    path = Path(__file__).resolve().parents[1] / "_scripted_llm.py"
+    spec = importlib.util.spec_from_file_location("_scripted_llm_loader", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.load()
+
+
+_shared = _load_shared()
 
 __all__ = ["KeywordDefense", "ScriptedAttacker", "policy_answer"]
 
@@ -179,68 +197,35 @@ def policy_answer(messages: list[dict[str, str]]) -> str | None:
     return _pair(messages, goal)
 
 
-class ScriptedAttacker:
-    """The server, in a background thread; ``url`` is its /v1 base, ``requests`` its log."""
+class ScriptedAttacker(_shared.ScriptedServer):  # type: ignore[misc,name-defined]
+    """The server (see ``tests/_scripted_llm.py``); ``requests`` is its log.
 
-    def __init__(self, *, delay_s: float = 0.0) -> None:
+    ``delay_s`` sleeps before each answer; ``jitter_s`` adds a random sleep of up to
+    that many seconds (unseeded: calls finish in a different order each run).
+    """
+
+    thread_name = "scripted-attacker"
+
+    def __init__(self, *, delay_s: float = 0.0, jitter_s: float = 0.0) -> None:
+        super().__init__()
         self.delay_s = delay_s
+        self.jitter_s = jitter_s
         self.requests: list[list[dict[str, str]]] = []
-        self._loop = asyncio.new_event_loop()
-        self._runner: web.AppRunner | None = None
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="scripted-attacker", daemon=True)
-        self.port = 0
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
 
     @property
     def spec(self) -> str:
         return f"openai:scripted@{self.url}"
 
-    async def _chat(self, request: web.Request) -> web.Response:
+    async def answer(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         messages = body["messages"]
         self.requests.append(messages)
-        if self.delay_s:
-            await asyncio.sleep(self.delay_s)
+        pause = self.delay_s + (random.random() * self.jitter_s if self.jitter_s else 0.0)
+        if pause:
+            await asyncio.sleep(pause)
         text = policy_answer(messages)
         if text is None:
             return web.json_response({"error": "scripted failure"}, status=500)
         words = sum(len(m["content"].split()) for m in messages)
-        return web.json_response(
-            {
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}],
-                "usage": {"prompt_tokens": words, "completion_tokens": len(text.split())},
-            }
-        )
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", self._chat)
-        self._runner = web.AppRunner(app, access_log=None)
-        self._loop.run_until_complete(self._runner.setup())
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        self._loop.run_until_complete(site.start())
-        server = site._server
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
-        self._ready.set()
-        self._loop.run_forever()
-
-    def start(self) -> ScriptedAttacker:
-        self._thread.start()
-        self._ready.wait(10)
-        return self
-
-    def stop(self) -> None:
-        async def _down() -> None:
-            assert self._runner is not None
-            await self._runner.cleanup()
-
-        asyncio.run_coroutine_threadsafe(_down(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
+        usage = {"prompt_tokens": words, "completion_tokens": len(text.split())}
+        return web.json_response(_shared.completion(text, usage=usage))

@@ -153,3 +153,48 @@ def test_several_strategies_are_reported_together_on_one_plot(server: Any, tmp_p
     assert sum(1 for _ in svg.iter(f"{ns}polygon")) == 6  # 3 strategies + 3 mutator runs
     again = runner.invoke(app, _args(server, _data(tmp_path), tmp_path / "x", "pair,pair"))
     assert again.exit_code != 0
+
+
+def test_llm_attacks_are_stored_in_the_history_and_report_renders_them_again(
+    server: Any, tmp_path: Path
+) -> None:
+    from shieldbench.attacks import LLMAttackResult
+    from shieldbench.store import open_store
+
+    db, out = str(tmp_path / "h.db"), tmp_path / "both"
+    args = _args(server, _data(tmp_path), out, "pair,crescendo", "--compare-mutators",
+                 "--transfer", "pattern", "--price", "1,2")  # fmt: skip
+    args.remove("--no-store")
+    done = runner.invoke(app, [*args, "--db", db, "--tag", "team=red"])
+    assert done.exit_code == 0, done.output
+    files = [out / s / "llm_attack.json" for s in ("pair", "crescendo")]
+    saved = [load_llm_attack(f) for f in files]
+    with open_store(db) as store:
+        assert set(store.attack_ids()) == {r.id for r in saved}
+        infos = {a.id: a for a in store.attack_infos()}
+        for r in saved:
+            doc = store.get_attack(r.id)
+            assert LLMAttackResult.from_dict(doc).to_dict() == r.to_dict()  # transcripts too
+            assert infos[r.id].kind == "shieldbench.llm_attack"
+            assert infos[r.id].queries == r.queries
+            assert infos[r.id].adaptive_asr == r.asr.value
+            assert infos[r.id].tags == {"team": "red"}
+    again = tmp_path / "again"
+    shown = runner.invoke(app, ["report", *map(str, files), "--out", str(again)])
+    assert shown.exit_code == 0, shown.output
+    assert (again / "llm_attack.md").read_text() == (out / "llm_attack.md").read_text()
+    assert (again / "llm_asr.svg").read_text() == (out / "llm_asr.svg").read_text()
+    md = (again / "llm_attack.md").read_text()
+    assert "Mutator search at equal budget" in md
+    assert "| pattern |" in md  # the transfer, read from the record
+    assert "Attacker tokens" in md
+    assert "(at 1 / 2 per M tokens)" in md  # the estimated cost and its prices
+
+
+def test_report_refuses_a_broken_llm_attack_file_naming_it(tmp_path: Path) -> None:
+    bad = tmp_path / "llm_attack.json"
+    bad.write_text(json.dumps({"kind": "shieldbench.llm_attack", "schema_version": 2}))
+    result = runner.invoke(app, ["report", str(bad), "--out", str(tmp_path / "r")])
+    assert result.exit_code != 0
+    assert str(bad) in str(result.exception)
+    assert "malformed LLM attack result" in str(result.exception)

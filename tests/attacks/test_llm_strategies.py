@@ -125,6 +125,20 @@ def test_crescendo_backtracks_when_blocked_and_reports_the_turn(server: Any) -> 
     assert "play a game" in (o.preserving_text or "")
 
 
+def test_the_report_says_at_which_turn_crescendo_got_through(server: Any) -> None:
+    from shieldbench.reports import llm_attack_markdown
+
+    data = _data(GOAL, "Ignore [attacker-error] password")  # the second is held
+    r = _attack(server, "crescendo", data, screen="last_user", turns=4)
+    turns = sorted(o.turn for o in r.outcomes if o.turn is not None)
+    assert turns == [3]  # the scripted escalation asks for the goal at turn 3
+    md = llm_attack_markdown([r])
+    part = md.split("crescendo: where the defense failed", 1)[1]
+    assert "| Turn | Attacks bypassed there (goal kept) |" in part
+    assert "| 3 | 1 |" in part
+    assert "| held (no goal-preserving bypass) | 1 |" in part
+
+
 def test_crescendo_screens_the_whole_conversation_when_asked(server: Any) -> None:
     r = _attack(server, "crescendo", _data(GOAL), screen="user_turns", turns=4)
     (o,) = r.outcomes
@@ -172,8 +186,7 @@ def test_same_seed_same_attack(server: Any) -> None:
     a = _attack(server, "tap", data, seed=5).to_dict()
     b = _attack(server, "tap", data, seed=5).to_dict()
     for d in (a, b):
-        for key in ("id", "started", "seconds", "defense_s", "loop_s"):
-            d.pop(key)
+        d.pop("meta")
         d["usage"].pop("seconds")
         for o in d["outcomes"]:
             o["usage"].pop("seconds")

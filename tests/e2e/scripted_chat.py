@@ -23,7 +23,9 @@ a small deterministic "model" for unmarked prompts:
   prompt or instructions and its text hashes to an even number, or complies when
   it hashes to 0 mod 3; other prompts are answered.
 
-A request with ``"stream": true`` gets the same answer as server-sent events. Setting
+A request with ``"stream": true`` gets the same answer as server-sent events. The
+server machinery is shared with the attack tests' scripted attacker
+(``tests/_scripted_llm.py``). Setting
 ``refuse_all = True`` on a running server makes the model refuse every prompt (a
 changed model, for the monitor's behavioural-drift test); grading prompts still work.
 """
@@ -33,14 +35,31 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import importlib.util
 import json
 import re
 import sys
 import threading
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+
+
+def _load_shared() -> Any:
+    """``tests/_scripted_llm.py``, by its path (this file is loaded by path and run as a
+    script too)."""
+    path = Path(__file__).resolve().parents[1] / "_scripted_llm.py"
+    spec = importlib.util.spec_from_file_location("_scripted_llm_loader", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.load()
+
+
+_shared = _load_shared()
 
 __all__ = ["ScriptedChat", "answer_for"]
 
@@ -106,24 +125,18 @@ def answer_for(user: str, system: str) -> str:
     return f"Happy to help! Regarding your question ({user[:40]}...): here is a short answer."
 
 
-class ScriptedChat:
-    """The server, in a background thread with its own event loop; ``url`` is its /v1 base."""
+class ScriptedChat(_shared.ScriptedServer):  # type: ignore[misc,name-defined]
+    """The server (see ``tests/_scripted_llm.py``); ``url`` is its /v1 base."""
+
+    thread_name = "scripted-chat"
 
     def __init__(self) -> None:
+        super().__init__()
         self.requests: list[dict[str, Any]] = []
         self.seen: Counter[str] = Counter()
         self.refuse_all = False
-        self._loop = asyncio.new_event_loop()
-        self._runner: web.AppRunner | None = None
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="scripted-chat", daemon=True)
-        self.port = 0
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    async def _chat(self, request: web.Request) -> web.StreamResponse:
+    async def answer(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.requests.append(body)
         messages = body["messages"]
@@ -152,49 +165,7 @@ class ScriptedChat:
             await response.write(b"data: [DONE]\n\n")
             await response.write_eof()
             return response
-        return web.json_response(
-            {
-                "id": "chatcmpl-1",
-                "object": "chat.completion",
-                "model": body.get("model"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "finish_reason": "stop",
-                    }
-                ],
-            }
-        )
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", self._chat)
-        self._runner = web.AppRunner(app, access_log=None)
-        self._loop.run_until_complete(self._runner.setup())
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        self._loop.run_until_complete(site.start())
-        server = site._server
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
-        self._ready.set()
-        self._loop.run_forever()
-
-    def start(self) -> ScriptedChat:
-        self._thread.start()
-        self._ready.wait(10)
-        return self
-
-    def stop(self) -> None:
-        async def _down() -> None:
-            assert self._runner is not None
-            await self._runner.cleanup()
-
-        asyncio.run_coroutine_threadsafe(_down(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
+        return web.json_response(_shared.completion(text, model=body.get("model")))
 
 
 if __name__ == "__main__":  # pragma: no cover - manual demonstration

@@ -15,11 +15,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from markdown_it import MarkdownIt
 
 from shieldbench.attacks import AttackResult, AttackSettings, load_attack, run_attack, save_attack
 from shieldbench.attacks._records import ChainStats
 from shieldbench.datasets import Dataset
+from shieldbench.errors import ConfigError
 from shieldbench.metrics import Rate
 from shieldbench.reports import build_report, render_markdown, write_reports
 from shieldbench.reports._format import rate_text
@@ -219,7 +221,7 @@ class _Edited:
 def test_values_from_a_hand_edited_result_are_escaped(attack_result: AttackResult) -> None:
     data = attack_result.to_dict()
     tag = "<b onclick=x>*t*</b>"
-    data["settings"] |= {"budget": tag, "strategy": tag, "mutators": [tag]}
+    data["settings"] |= {"mutators": [tag]}
     data["figures"]["curve"][0] |= {"queries": tag, "bypassed": tag}
     data["figures"]["queries_to_bypass"]["bypass"] |= {"n_never": tag, "max": tag}
     data["figures"]["chains"] = [
@@ -231,6 +233,15 @@ def test_values_from_a_hand_edited_result_are_escaped(attack_result: AttackResul
     assert "<b" not in html
     assert "<em>" not in html
     assert doc.count(md_text(tag)) >= 8
+
+
+def test_a_hand_edited_setting_that_is_no_number_is_refused_naming_it(
+    attack_result: AttackResult,
+) -> None:
+    data = attack_result.to_dict()
+    data["settings"] |= {"budget": "<b>lots</b>"}
+    with pytest.raises(ConfigError, match="budget must be a whole number"):
+        build_report([], attack=_Edited(data))
 
 
 def test_the_attacked_defense_version_is_in_the_header(attack_result: AttackResult) -> None:

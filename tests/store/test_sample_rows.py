@@ -1,8 +1,8 @@
-"""A run's samples are rows of ``sample_rows`` (revision 0004), on SQLite and PostgreSQL.
+"""A run's samples are rows of ``sample_rows`` (revision 0005), on SQLite and PostgreSQL.
 
 The set's digest must stay the sha256 of the whole JSON list (what it was when the
 set was one document), so a run over samples stored before shares their set; a set
-stored as one document before 0004 must still read back exactly.
+stored as one document before 0005 must still read back exactly.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def _run(n: int, run_id: str = "rows-1") -> Run:
 
 
 def _whole_list_digest(samples: Sequence[Sample]) -> str:
-    """The digest as computed before 0004: one json.dumps over every field list."""
+    """The digest as computed before 0005: one json.dumps over every field list."""
     records = [
         [s.id, s.text, s.label, s.category, s.subcategory, s.severity, s.tier, s.source,
          s.metadata or None, None if s.messages is None else [dict(m) for m in s.messages]]
@@ -79,7 +79,7 @@ def test_a_set_stored_as_one_document_still_reads_and_is_shared(store_url: str) 
     store = open_store(store_url)
     try:
         store.add_run(run, git=(None, None))
-        with store.session() as s:  # make it what a store before 0004 holds
+        with store.session() as s:  # make it what a store before 0005 holds
             s.execute(delete(SampleRow))
             document = _samples.sample_document(run.samples)
             s.execute(update(SampleSetRow).values(data=document))

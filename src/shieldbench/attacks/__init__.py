@@ -17,6 +17,9 @@ fast it falls when the attacker tries on purpose. Two parts:
   with ``--attacker SPEC``): an attacker model rewrites the blocked attacks by
   meaning (PAIR, TAP) or over several turns (Crescendo), an evaluator checks each
   candidate still pursues the goal, under query, token and wall-time budgets.
+  Its :class:`LLMAttackResult` reuses the search's records (:class:`AttackMeta`,
+  :class:`TransferResult`, the mutator search at equal budget as an
+  :class:`AttackResult`); :mod:`shieldbench.reports` renders both kinds.
 
 :func:`mutate_dataset` writes mutated variants of a dataset (new difficulty
 tiers), loadable with ``jsonl:``.
@@ -80,8 +83,7 @@ if TYPE_CHECKING:
         parse_json_object,
     )
     from shieldbench.attacks._generate import Generated, generate_dataset
-    from shieldbench.attacks._llm_attack import LLMAttackResult, load_llm_attack, run_llm_attack
-    from shieldbench.attacks._llm_plot import asr_plot_svg
+    from shieldbench.attacks._llm_attack import load_llm_attack, run_llm_attack
     from shieldbench.attacks._llm_records import (
         LLM_STRATEGIES,
         LLMCurvePoint,
@@ -89,7 +91,7 @@ if TYPE_CHECKING:
         Step,
         TargetOutcome,
     )
-    from shieldbench.attacks._llm_report import LLMTransfer, llm_report_markdown, llm_transfer
+    from shieldbench.attacks._llm_result import LLM_ATTACK_KIND, LLMAttackResult
     from shieldbench.attacks._report import format_asr, load_attack, save_attack
     from shieldbench.attacks._result import (
         ATTACK_SCHEMA_VERSION,
@@ -101,7 +103,7 @@ if TYPE_CHECKING:
     )
     from shieldbench.attacks._search import MAX_CANDIDATE_CHARS
     from shieldbench.attacks._tiers import bypasses_dataset, mutate_dataset, write_jsonl
-    from shieldbench.attacks._transfer import replayed_bypasses, transfer_bypasses
+    from shieldbench.attacks._transfer import llm_transfer, replayed_bypasses, transfer_bypasses
 else:
     __getattr__ = lazy_attributes(
         globals(),
@@ -114,13 +116,11 @@ else:
             "parse_json_object": "shieldbench.attacks._attacker",
             "Generated": "shieldbench.attacks._generate",
             "generate_dataset": "shieldbench.attacks._generate",
-            "LLMAttackResult": "shieldbench.attacks._llm_attack",
+            "LLMAttackResult": "shieldbench.attacks._llm_result",
+            "LLM_ATTACK_KIND": "shieldbench.attacks._llm_result",
             "load_llm_attack": "shieldbench.attacks._llm_attack",
             "run_llm_attack": "shieldbench.attacks._llm_attack",
-            "asr_plot_svg": "shieldbench.attacks._llm_plot",
-            "LLMTransfer": "shieldbench.attacks._llm_report",
-            "llm_report_markdown": "shieldbench.attacks._llm_report",
-            "llm_transfer": "shieldbench.attacks._llm_report",
+            "llm_transfer": "shieldbench.attacks._transfer",
             "LLM_STRATEGIES": "shieldbench.attacks._llm_records",
             "LLMCurvePoint": "shieldbench.attacks._llm_records",
             "LLMSettings": "shieldbench.attacks._llm_records",
@@ -147,6 +147,7 @@ else:
 __all__ = [
     "ATTACK_SCHEMA_VERSION",
     "FAMILIES",
+    "LLM_ATTACK_KIND",
     "LLM_STRATEGIES",
     "MAX_CANDIDATE_CHARS",
     "STRATEGIES",
@@ -166,7 +167,6 @@ __all__ = [
     "LLMAttackResult",
     "LLMCurvePoint",
     "LLMSettings",
-    "LLMTransfer",
     "Mutator",
     "MutatorFn",
     "MutatorRegistry",
@@ -178,14 +178,12 @@ __all__ = [
     "Strategy",
     "TargetOutcome",
     "TransferResult",
-    "asr_plot_svg",
     "build_attacker",
     "bypasses_dataset",
     "compose",
     "format_asr",
     "generate_dataset",
     "get_mutator",
-    "llm_report_markdown",
     "llm_transfer",
     "load_attack",
     "load_llm_attack",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from shieldbench.attacks._figures import asr_curve, query_stats
@@ -18,9 +19,9 @@ from shieldbench.defenses import Defense, defense_version
 from shieldbench.engine import Executor, check_defense, environment, new_run_id
 from shieldbench.errors import ConfigError
 from shieldbench.metrics import effective_blocked, rate
-from shieldbench.types import DatasetInfo, DefenseInfo, RunConfig
+from shieldbench.types import DatasetInfo, DefenseInfo, Outcome, RunConfig, Sample
 
-__all__ = ["run_attack"]
+__all__ = ["attack_meta", "dataset_info", "defense_info", "run_attack"]
 
 
 def run_attack(
@@ -67,13 +68,7 @@ def run_attack(
         >>> r.counts.search_queries <= 30
         True
     """
-    check_defense(defense)
-    if not isinstance(dataset, Dataset):
-        raise ConfigError(f"dataset must be a Dataset, got {type(dataset).__name__}")
-    if not isinstance(settings, AttackSettings):
-        raise ConfigError(f"settings must be an AttackSettings, got {type(settings).__name__}")
-    if not isinstance(config, RunConfig):
-        raise ConfigError(f"config must be a RunConfig, got {type(config).__name__}")
+    _check(defense, dataset, settings, config)
     pool = resolve_mutators(settings.mutators or None)
     if not pool:
         raise ConfigError("no mutators to attack with; name some, or leave the list empty for all")
@@ -85,94 +80,150 @@ def run_attack(
     started = datetime.now(UTC)
     t0 = time.perf_counter()
     clock = Clock(defense, config, executor)
-    static = clock.screen([s.text for s in attacks], [s.id for s in attacks])
+    static = _static_pass(clock, attacks, config)
     clock.config = search_config(config)
+    strategy = _strategy(settings, static.targets, defense.name)
+    search = Search(
+        clock, static.targets, pool, settings, strategy, (static.population, static.bypassed)
+    )
+    search.run(on_round)
+    elapsed = time.perf_counter() - t0
+    result = AttackResult(
+        defense=defense_info(defense, defense_spec),
+        dataset=dataset_info(dataset),
+        settings=settings,
+        config=config,
+        counts=_counts(static, search),
+        figures=_figures(static, search),
+        mutators=search.tally.mutator_stats(pool),
+        bypasses=tuple(_bypasses(static.targets)),
+        transfer=(),
+        meta=attack_meta(defense, strategy, started, clock.seconds, elapsed - clock.seconds),
+    )
+    if not transfer:
+        return result
+    replays = tuple(
+        transfer_bypasses(result, other, defense_spec=spec, config=search_config(config))
+        for spec, other in transfer.items()
+    )
+    return dataclasses.replace(result, transfer=replays)
+
+
+def defense_info(defense: Defense, spec: str | None) -> DefenseInfo:
+    """How an attack result names the attacked defense (its spec, name and version)."""
+    return DefenseInfo(
+        spec=defense.name if spec is None else spec,
+        name=defense.name,
+        version=defense_version(defense),
+    )
+
+
+def dataset_info(dataset: Dataset) -> DatasetInfo:
+    """How an attack result names its dataset (spec, content hash, size, sources)."""
+    return DatasetInfo(
+        spec=dataset.name,
+        content_hash=dataset.content_hash,
+        n_samples=len(dataset),
+        sources=dataset.sources,
+    )
+
+
+def attack_meta(
+    defense: Defense, strategy: str, started: datetime, defense_s: float, loop_s: float
+) -> AttackMeta:
+    """The :class:`AttackMeta` of an attack that started at ``started`` and ends now."""
+    return AttackMeta(
+        id=new_run_id(),
+        strategy=strategy,
+        started=started,
+        finished=datetime.now(UTC),
+        defense_s=defense_s,
+        loop_s=max(loop_s, 0.0),
+        environment=environment(defense),
+    )
+
+
+def _check(defense: Defense, dataset: Dataset, settings: AttackSettings, config: RunConfig) -> None:
+    check_defense(defense)
+    if not isinstance(dataset, Dataset):
+        raise ConfigError(f"dataset must be a Dataset, got {type(dataset).__name__}")
+    if not isinstance(settings, AttackSettings):
+        raise ConfigError(f"settings must be an AttackSettings, got {type(settings).__name__}")
+    if not isinstance(config, RunConfig):
+        raise ConfigError(f"config must be a RunConfig, got {type(config).__name__}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Static:
+    """The static pass: what it screened, what counts, what got through, what to search."""
+
+    attacks: list[Sample]
+    outcomes: list[Outcome]
+    population: int
+    excluded: int
+    bypassed: int
+    targets: list[Target]
+
+
+def _static_pass(clock: Clock, attacks: list[Sample], config: RunConfig) -> _Static:
+    """Screen the chosen attacks once; the blocked ones (with a verdict) become targets."""
+    outcomes = clock.screen([s.text for s in attacks], [s.id for s in attacks])
     targets: list[Target] = []
-    excluded = static_bypassed = 0
-    for sample, outcome in zip(attacks, static, strict=True):
+    excluded = bypassed = 0
+    for sample, outcome in zip(attacks, outcomes, strict=True):
         blocked = effective_blocked(outcome, config.error_policy)
         if blocked is None:
             excluded += 1
         elif not blocked:
-            static_bypassed += 1
+            bypassed += 1
         elif outcome.verdict is not None:
             targets.append(Target(sample, outcome.verdict.score))
-    strategy = _strategy(settings, targets, defense.name)
-    population = len(attacks) - excluded
-    search = Search(clock, targets, pool, settings, strategy, (population, static_bypassed))
-    search.run(on_round)
-    elapsed = time.perf_counter() - t0
+    return _Static(attacks, outcomes, len(attacks) - excluded, excluded, bypassed, targets)
+
+
+def _bypasses(targets: list[Target]) -> list[Bypass]:
+    """Each target's first bypass, and its first payload-preserving one when different."""
     bypasses: list[Bypass] = []
     for t in targets:
         if t.bypass is not None:
             bypasses.append(t.bypass)
         if t.preserving is not None and t.preserving is not t.bypass:
             bypasses.append(t.preserving)
+    return bypasses
+
+
+def _figures(static: _Static, search: Search) -> AttackFigures:
+    targets = static.targets
     found = [t.bypass.queries for t in targets if t.bypass is not None]
     kept = [t.preserving.queries for t in targets if t.preserving is not None]
-    figures = AttackFigures(
-        static_asr=rate(static_bypassed, population),
-        adaptive_asr=rate(static_bypassed + len(found), population),
-        preserving_asr=rate(static_bypassed + len(kept), population),
+    population, bypassed = static.population, static.bypassed
+    return AttackFigures(
+        static_asr=rate(bypassed, population),
+        adaptive_asr=rate(bypassed + len(found), population),
+        preserving_asr=rate(bypassed + len(kept), population),
         target_bypass_rate=rate(len(found), len(targets)),
         rounds=tuple(search.rounds),
         curve=asr_curve(
-            search.events,
-            population=population,
-            static_bypassed=static_bypassed,
-            queries=search.used,
+            search.events, population=population, static_bypassed=bypassed, queries=search.used
         ),
         queries_to_bypass=QueriesToBypass(
             query_stats(found, len(targets)), query_stats(kept, len(targets))
         ),
         chains=search.tally.chain_stats(),
     )
-    counts = AttackCounts(
-        attacks=len(attacks),
-        excluded=excluded,
-        static_bypassed=static_bypassed,
-        static_errors=sum(1 for o in static if not o.is_ok),
-        targets=len(targets),
-        static_queries=len(static),
+
+
+def _counts(static: _Static, search: Search) -> AttackCounts:
+    return AttackCounts(
+        attacks=len(static.attacks),
+        excluded=static.excluded,
+        static_bypassed=static.bypassed,
+        static_errors=sum(1 for o in static.outcomes if not o.is_ok),
+        targets=len(static.targets),
+        static_queries=len(static.outcomes),
         search_queries=search.used,
         errored_queries=search.errors,
     )
-    result = AttackResult(
-        defense=DefenseInfo(
-            spec=defense.name if defense_spec is None else defense_spec,
-            name=defense.name,
-            version=defense_version(defense),
-        ),
-        dataset=DatasetInfo(
-            spec=dataset.name,
-            content_hash=dataset.content_hash,
-            n_samples=len(dataset),
-            sources=dataset.sources,
-        ),
-        settings=settings,
-        config=config,
-        counts=counts,
-        figures=figures,
-        mutators=search.tally.mutator_stats(pool),
-        bypasses=tuple(bypasses),
-        transfer=(),
-        meta=AttackMeta(
-            id=new_run_id(),
-            strategy=strategy,
-            started=started,
-            finished=datetime.now(UTC),
-            defense_s=clock.seconds,
-            loop_s=max(elapsed - clock.seconds, 0.0),
-            environment=environment(defense),
-        ),
-    )
-    if transfer:
-        replays = tuple(
-            transfer_bypasses(result, other, defense_spec=spec, config=search_config(config))
-            for spec, other in transfer.items()
-        )
-        result = dataclasses.replace(result, transfer=replays)
-    return result
 
 
 def _strategy(settings: AttackSettings, targets: list[Target], name: str) -> str:

@@ -12,14 +12,18 @@ figures when it reports them, else an estimate of one token per four characters
 
 :class:`Budget` caps defense queries, attacker tokens and wall time; :class:`Spend`
 tracks them. The query cap is hard (a batch is cut to what is left); the token and
-time caps stop any *new* attacker call once reached, so the call in flight may end
-past them by at most its own size.
+time caps stop any *new* attacker call once reached, so the calls in flight may end
+past them by at most their own size (PAIR's streams and TAP's branches are asked
+concurrently, a batch at a time: at most one batch past the token cap). A
+:class:`Spend` is shared by those concurrent calls, so its totals are updated under
+a lock.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -147,6 +151,7 @@ class Spend:
     started: float = field(default_factory=time.perf_counter)
     defense_s: float = 0.0
     stopped_by: str | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def queries_left(self) -> int:
         return max(self.budget.queries - self.queries, 0)
@@ -166,6 +171,10 @@ class Spend:
         return False
 
     def add(self, reply: AttackerReply, *, estimated: bool, unparseable: bool = False) -> None:
+        with self._lock:
+            self._add(reply, estimated=estimated, unparseable=unparseable)
+
+    def _add(self, reply: AttackerReply, *, estimated: bool, unparseable: bool) -> None:
         u = self.usage
         self.usage = AttackerUsage(
             calls=u.calls + 1,
@@ -178,11 +187,20 @@ class Spend:
         )
 
     def mark_unparseable(self) -> None:
-        u = self.usage
-        self.usage = AttackerUsage(
-            u.calls, u.failures, u.unparseable + 1, u.prompt_tokens, u.completion_tokens,
-            u.tokens_estimated, u.seconds,
-        )  # fmt: skip
+        with self._lock:
+            u = self.usage
+            self.usage = AttackerUsage(
+                u.calls, u.failures, u.unparseable + 1, u.prompt_tokens, u.completion_tokens,
+                u.tokens_estimated, u.seconds,
+            )  # fmt: skip
+
+    def add_usage(self, extra: AttackerUsage) -> None:
+        """Add another spend's usage (an attack read back from its transcript)."""
+        with self._lock:
+            u = self.usage
+            self.usage = AttackerUsage(
+                **{k: getattr(u, k) + getattr(extra, k) for k in AttackerUsage.__dataclass_fields__}
+            )
 
 
 def _estimate(text: str) -> int:

@@ -5,13 +5,23 @@ A :class:`Session` is one attack on one blocked sample. It asks the attacker
 candidates in one engine call (:meth:`screen`, cut to the query budget), and
 writes every step to its transcript. A strategy is a plain function
 ``(session) -> None`` that stops when :attr:`Session.finished` is true.
+
+:meth:`Session.gather` runs independent attacker work (PAIR's streams, TAP's
+branches) concurrently on a bounded thread pool (``settings.concurrency``). It
+stays deterministic: whether a job may call the attacker is decided for the whole
+batch before any job starts (so a token cap binds at the same place whatever the
+timing), each job writes its steps to a private transcript, and the transcripts
+are merged in job order, never completion order.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from shieldbench.attacks._attacker import Attacker, AttackerUsage, Spend, parse_json_object
 from shieldbench.attacks._llm_records import LLMSettings, Step, TargetOutcome
@@ -23,6 +33,8 @@ from shieldbench.targets import Message, conversation
 from shieldbench.types import Sample
 
 __all__ = ["Proposal", "Session", "Verdicts"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +74,8 @@ class Session:
     bypass: tuple[int, str] | None = None
     preserving: tuple[int, str, int] | None = None
     stopped: bool = False
+    pool: Executor | None = None
+    gate: bool | None = None
     _start_usage: AttackerUsage = field(default_factory=AttackerUsage)
 
     def __post_init__(self) -> None:
@@ -81,6 +95,25 @@ class Session:
             return True
         return self.spend.out_of_time()
 
+    def may_call(self) -> bool:
+        """May an attacker call start? Inside :meth:`gather`, the batch's decision."""
+        return self.spend.can_call() if self.gate is None else self.gate
+
+    def gather(self, jobs: Sequence[Callable[[Session], T]]) -> list[T]:
+        """Run ``jobs`` (each given its own view of this session) concurrently; results,
+        and the steps each recorded, in job order (see the module docstring)."""
+        gate = self.spend.can_call()
+        forks = [dataclasses.replace(self, steps=[], gate=gate) for _ in jobs]
+        if self.pool is None or len(jobs) < 2:
+            results = [job(fork) for job, fork in zip(jobs, forks, strict=True)]
+        else:
+            futures = [self.pool.submit(job, f) for job, f in zip(jobs, forks, strict=True)]
+            results = [f.result() for f in futures]
+        for fork in forks:
+            self.steps.extend(fork.steps)
+            self.stopped = self.stopped or fork.stopped
+        return results
+
     def rng(self, *parts: object) -> random.Random:
         """A generator seeded by the attack's seed, this sample and ``parts``."""
         key = "/".join(str(p) for p in (self.settings.seed, self.sample.id, *parts))
@@ -88,7 +121,7 @@ class Session:
 
     def propose(self, messages: Sequence[Message], *, stream: int, depth: int) -> Proposal:
         """Ask the attacker for ``{"prompt": ...}``; failures become transcript steps."""
-        if not self.spend.can_call():
+        if not self.may_call():
             self.stopped = True
             return Proposal(None, None, None)
         reply = self.attacker.ask(messages, self.spend)
@@ -107,7 +140,7 @@ class Session:
 
     def on_goal(self, candidate: str, *, stream: int, depth: int) -> bool | None:
         """The evaluator's verdict: still the goal? ``None`` when it failed or was unreadable."""
-        if not self.spend.can_call():
+        if not self.may_call():
             self.stopped = True
             return None
         messages = [

@@ -55,7 +55,9 @@ class LLMSettings:
     the ``width`` lowest-scoring; Crescendo talks for up to ``turns`` turns and
     backtracks at most ``backtracks`` times, the defense screening each turn as
     ``screen`` says. ``price_per_mtok`` (prompt, completion) prices the
-    attacker's tokens for the report's cost estimate.
+    attacker's tokens for the report's cost estimate. ``concurrency``: attacker
+    calls in flight at once (PAIR's streams, TAP's branches); the result does not
+    depend on it.
     """
 
     strategy: LLMStrategy
@@ -70,13 +72,14 @@ class LLMSettings:
     screen: str = "user_turns"
     max_attacks: int | None = None
     price_per_mtok: tuple[float, float] = (0.0, 0.0)
+    concurrency: int = 4
 
     def __post_init__(self) -> None:
         if self.strategy not in LLM_STRATEGIES:
             raise ConfigError(
                 f"strategy {self.strategy!r}: choose one of {', '.join(LLM_STRATEGIES)}"
             )
-        for name in ("streams", "depth", "width", "branching", "turns"):
+        for name in ("streams", "depth", "width", "branching", "turns", "concurrency"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)!r}")
         if self.backtracks < 0:
@@ -97,7 +100,8 @@ class LLMSettings:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LLMSettings:
-        values = {k: data[k] for k in cls.__dataclass_fields__}
+        values = {k: data[k] for k in cls.__dataclass_fields__ if k != "concurrency"}
+        values["concurrency"] = data.get("concurrency", 4)
         values["budget"] = Budget.from_dict(data["budget"])
         values["price_per_mtok"] = tuple(data["price_per_mtok"])
         return cls(**values)

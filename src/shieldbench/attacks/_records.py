@@ -72,6 +72,14 @@ class AttackSettings:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mutators", tuple(self.mutators))
+        for name in ("budget", "rounds", "seed", "beam_width", "max_depth"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(f"{name.replace('_', ' ')} must be a whole number, got {value!r}")
+        if self.max_attacks is not None and (
+            isinstance(self.max_attacks, bool) or not isinstance(self.max_attacks, int)
+        ):
+            raise ConfigError(f"max attacks must be a whole number, got {self.max_attacks!r}")
         checks = (
             (self.budget >= 0, f"budget must be >= 0, got {self.budget!r}"),
             (self.rounds >= 1, f"rounds must be >= 1, got {self.rounds!r}"),

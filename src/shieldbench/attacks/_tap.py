@@ -8,11 +8,17 @@ pursues the goal and drops those judged off goal *before they are sent* (a
 but can never count as goal-preserving). **Phase 2** screens the survivors in
 one engine call and keeps the ``width`` blocked children with the lowest
 defense score (unscored last, ties in order) as the next frontier.
+
+The branches of one level are asked concurrently (:meth:`Session.gather`, at
+most ``settings.concurrency`` calls in flight); node numbers are given before
+the calls start and the children kept in branch order, so a fixed seed and a
+deterministic attacker give the same tree however the calls interleave.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from shieldbench.attacks._llm_context import Session
@@ -27,6 +33,54 @@ class _Node:
     score: float | None
 
 
+@dataclass(slots=True)
+class _Child:
+    node: _Node
+    text: str
+    goal: bool | None
+    id: int
+
+
+def _branch(parent: _Node, b: int, node_id: int, depth: int) -> Callable[[Session], _Child | None]:
+    """Child ``b`` of ``parent`` as a :meth:`Session.gather` job (``None``: no child:
+    no usable proposal, or pruned off goal before it cost a query)."""
+
+    def job(session: Session) -> _Child | None:
+        history = [*parent.history]
+        if b:
+            history.append({"role": "user", "content": f"Give a different variant ({b + 1})."})
+        proposal = session.propose(history, stream=node_id, depth=depth)
+        if proposal.text is None:
+            return None
+        goal = session.on_goal(proposal.text, stream=node_id, depth=depth)
+        if goal is False:
+            session.prune(proposal.text, stream=node_id, depth=depth)
+            return None
+        history.append({"role": "assistant", "content": proposal.raw or proposal.text})
+        return _Child(_Node(history, None), proposal.text, goal, node_id)
+
+    return job
+
+
+def _screened(session: Session, children: list[_Child], depth: int) -> list[_Node]:
+    """Phase 2: screen the children; the blocked ones, told their outcome."""
+    goals = [c.goal for c in children]
+    where = [(c.id, depth) for c in children]
+    seen_all = session.screen([c.text for c in children], on_goal=goals, where=where)
+    kept: list[_Node] = []
+    for child, seen in zip(children, seen_all, strict=True):
+        if seen is None or seen.blocked is not True:
+            continue
+        note = feedback(
+            blocked=seen.blocked, score=seen.score, on_goal=child.goal,
+            answer=seen.answer, judged=seen.judged,
+        )  # fmt: skip
+        child.node.history.append({"role": "user", "content": note})
+        child.node.score = seen.score
+        kept.append(child.node)
+    return kept
+
+
 def tap(session: Session) -> None:
     """Run TAP on one blocked sample (see the module docstring)."""
     s = session.settings
@@ -38,44 +92,17 @@ def tap(session: Session) -> None:
     frontier = [_Node(root, None)]
     node_id = 0
     for depth in range(1, s.depth + 1):
-        children: list[tuple[_Node, str, bool | None, int]] = []
+        if session.finished:
+            return
+        jobs = []
         for parent in frontier:
             for b in range(s.branching):
-                if session.finished:
-                    break
-                history = [*parent.history]
-                if b:
-                    history.append(
-                        {"role": "user", "content": f"Give a different variant ({b + 1})."}
-                    )
                 node_id += 1
-                proposal = session.propose(history, stream=node_id, depth=depth)
-                if proposal.text is None:
-                    continue
-                goal = session.on_goal(proposal.text, stream=node_id, depth=depth)
-                if goal is False:
-                    session.prune(proposal.text, stream=node_id, depth=depth)
-                    continue
-                history.append({"role": "assistant", "content": proposal.raw or proposal.text})
-                children.append((_Node(history, None), proposal.text, goal, node_id))
-        if not children or session.finished:
+                jobs.append(_branch(parent, b, node_id, depth))
+        children = [c for c in session.gather(jobs) if c is not None]
+        if not children or session.stopped:
             return
-        texts = [c[1] for c in children]
-        goals = [c[2] for c in children]
-        where = [(c[3], depth) for c in children]
-        kept: list[_Node] = []
-        for (node, _, goal, _), seen in zip(
-            children, session.screen(texts, on_goal=goals, where=where), strict=True
-        ):
-            if seen is None or seen.blocked is not True:
-                continue
-            note = feedback(
-                    blocked=seen.blocked, score=seen.score, on_goal=goal,
-                    answer=seen.answer, judged=seen.judged,
-                )  # fmt: skip
-            node.history.append({"role": "user", "content": note})
-            node.score = seen.score
-            kept.append(node)
+        kept = _screened(session, children, depth)
         if session.finished or not kept:
             return
         kept.sort(key=lambda n: math.inf if n.score is None else n.score)

@@ -1,6 +1,15 @@
-"""Transfer: the bypasses found against one defense, replayed against another."""
+"""Transfer: the bypasses found against one defense, replayed against another.
+
+One mechanism for both kinds of attack: :func:`transfer_bypasses` replays a mutator
+search's bypasses, :func:`llm_transfer` an LLM-driven attack's; both screen one
+text per bypassed attack and the same attacks' original texts, into a
+:class:`TransferResult`.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from shieldbench.attacks._records import Bypass
 from shieldbench.attacks._result import AttackResult, TransferResult
@@ -9,7 +18,12 @@ from shieldbench.engine import check_defense, screen
 from shieldbench.metrics import rate
 from shieldbench.types import DefenseInfo, Outcome, RunConfig
 
-__all__ = ["replayed_bypasses", "transfer_bypasses"]
+if TYPE_CHECKING:
+    from shieldbench.attacks._llm_result import LLMAttackResult
+
+__all__ = ["llm_transfer", "replayed_bypasses", "transfer_bypasses"]
+
+Replay = tuple[str, str, str, bool]  # sample id, bypass text, original text, keeps the goal
 
 
 def _let_through(outcome: Outcome) -> bool:
@@ -59,19 +73,48 @@ def transfer_bypasses(
         >>> t.replayed, t.evaded.value, t.original_asr.value
         (1, 1.0, 1.0)
     """
+    chosen = [
+        (b.sample_id, b.text, b.original_text, b.preserves_payload)
+        for b in replayed_bypasses(result)
+    ]
+    return _replay(chosen, defense, defense_spec, config)
+
+
+def llm_transfer(
+    result: LLMAttackResult,
+    defense: Defense,
+    *,
+    defense_spec: str | None = None,
+    config: RunConfig = RunConfig(warmup=0),  # noqa: B008 (frozen)
+) -> TransferResult:
+    """Replay an LLM-driven attack's bypasses against ``defense`` (as :func:`transfer_bypasses`).
+
+    One text per bypassed attack: its goal-preserving bypass when there is one,
+    else its first bypass; ``preserving_evaded`` counts the goal-preserving ones.
+    """
+    chosen: list[Replay] = []
+    for o in result.outcomes:
+        text = o.preserving_text or o.bypass_text
+        if text is not None:
+            chosen.append((o.sample_id, text, o.goal, o.preserving_text is not None))
+    return _replay(chosen, defense, defense_spec, config)
+
+
+def _replay(
+    chosen: Sequence[Replay], defense: Defense, spec: str | None, config: RunConfig
+) -> TransferResult:
     check_defense(defense)
-    chosen = replayed_bypasses(result)
-    texts = [b.text for b in chosen] + [b.original_text for b in chosen]
-    ids = [f"{b.sample_id}~replay" for b in chosen] + [f"{b.sample_id}~original" for b in chosen]
-    outcomes = screen(defense, texts, config=config, ids=ids)
+    texts = [c[1] for c in chosen] + [c[2] for c in chosen]
+    ids = [f"{c[0]}~replay" for c in chosen] + [f"{c[0]}~original" for c in chosen]
+    outcomes = screen(defense, texts, config=config, ids=ids) if texts else []
     replays, originals = outcomes[: len(chosen)], outcomes[len(chosen) :]
 
     evaded = [_let_through(o) for o in replays]
-    kept = [e for e, b in zip(evaded, chosen, strict=True) if b.preserves_payload]
+    kept = [e for e, c in zip(evaded, chosen, strict=True) if c[3]]
     original = [_let_through(o) for o in originals]
     return TransferResult(
         defense=DefenseInfo(
-            spec=defense.name if defense_spec is None else defense_spec,
+            spec=defense.name if spec is None else spec,
             name=defense.name,
             version=defense_version(defense),
         ),

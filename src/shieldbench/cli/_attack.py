@@ -11,6 +11,8 @@ search and the reports are imported inside the commands, so that
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -20,6 +22,45 @@ from rich.text import Text
 
 from shieldbench.attacks import FAMILIES, STRATEGIES, AttackSettings, mutators, resolve_mutators
 from shieldbench.cli._app import app, console, datasets_app, err_console
+from shieldbench.cli._attack_options import (
+    AttackerOpt,
+    BacktracksOpt,
+    BatchSizeOpt,
+    BeamWidthOpt,
+    BranchingOpt,
+    BudgetOpt,
+    CompareOpt,
+    ConcurrencyOpt,
+    DatasetOpt,
+    DefenseOpt,
+    DepthOpt,
+    ErrorPolicyOpt,
+    EvaluatorOpt,
+    ExamplesOpt,
+    JudgeOpt,
+    JudgeRuleOpt,
+    MaxAttacksOpt,
+    MaxDepthOpt,
+    MutatorsOpt,
+    OutOpt,
+    OutputDefenseOpt,
+    PriceOpt,
+    ResumeOpt,
+    RetriesOpt,
+    RoundsOpt,
+    ScreenOpt,
+    SeedOpt,
+    StrategyOpt,
+    StreamsOpt,
+    SystemPromptOpt,
+    TargetOpt,
+    TimeBudgetOpt,
+    TimeoutOpt,
+    TokenBudgetOpt,
+    TransferOpt,
+    TurnsOpt,
+    WidthOpt,
+)  # fmt: skip
 from shieldbench.cli._console import echo_json
 from shieldbench.cli._datasets import dataset_spec
 from shieldbench.cli._e2e import E2EOptions, attack_end_to_end, build_plan, close_plan
@@ -48,6 +89,10 @@ from shieldbench.types import ERROR_POLICIES, TIERS, RunConfig
 
 if TYPE_CHECKING:
     from shieldbench.attacks import AttackResult, RoundSummary
+    from shieldbench.engine import EndToEnd, RayExecutor
+    from shieldbench.store import Store
+
+LLM_STRATEGIES = ("pair", "tap", "crescendo")  # shieldbench.attacks.LLM_STRATEGIES, unimported
 
 __all__: list[str] = []
 
@@ -90,217 +135,31 @@ def _summary(result: AttackResult) -> Table:
     return table
 
 
-@app.command("attack")
-def attack(
-    defense: Annotated[
-        list[str] | None,
-        typer.Option("--defense", "-d", help="Defense spec to attack (one; required)."),
-    ] = None,
-    dataset: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--dataset", "-D", help="Dataset spec; its attack samples are used (one; required)."
-        ),
-    ] = None,
-    out: Annotated[
-        Path | None,
-        typer.Option(help="Report folder (attack.json, bypasses.jsonl, report.*; required)."),
-    ] = None,
-    budget: Annotated[
-        int, typer.Option(min=0, help="Search queries allowed (static pass not counted).")
-    ] = 1000,
-    rounds: Annotated[int, typer.Option(min=1, help="Search rounds.")] = 5,
-    seed: Annotated[int, typer.Option(help="Random seed (same seed, same attack).")] = 0,
-    mutator_names: Annotated[
-        str | None,
-        typer.Option(
-            "--mutators", help="Comma-separated mutators, a+b chains or families (default: all)."
-        ),
-    ] = None,
-    strategy: Annotated[
-        str,
-        typer.Option(
-            help=f"Search: {', '.join(STRATEGIES)} (auto: beam if scored), or an LLM-driven"
-            " pair, tap, crescendo (needs --attacker)."
-        ),
-    ] = "auto",
-    attacker: Annotated[
-        str | None,
-        typer.Option(
-            help="pair/tap/crescendo: the attacker chat endpoint (openai:M@URL, llm:...)."
-        ),
-    ] = None,
-    evaluator: Annotated[
-        str | None, typer.Option(help="pair/tap/crescendo: on-goal evaluator (default: attacker).")
-    ] = None,
-    streams: Annotated[int, typer.Option(min=1, help="pair: parallel streams.")] = 3,
-    depth: Annotated[int, typer.Option(min=1, help="pair/tap: refinements per stream.")] = 3,
-    width: Annotated[int, typer.Option(min=1, help="tap: nodes kept per level.")] = 4,
-    branching: Annotated[int, typer.Option(min=1, help="tap: children per node.")] = 2,
-    turns: Annotated[int, typer.Option(min=1, help="crescendo: most turns.")] = 5,
-    backtracks: Annotated[int, typer.Option(min=0, help="crescendo: most backtracks.")] = 3,
-    screen_mode: Annotated[
-        str,
-        typer.Option("--screen", help="crescendo: what the defense screens (user_turns, all...)."),
-    ] = "user_turns",
-    token_budget: Annotated[
-        int | None, typer.Option(min=0, help="pair/tap/crescendo: attacker tokens allowed.")
-    ] = None,
-    time_budget: Annotated[
-        float | None, typer.Option(help="pair/tap/crescendo: wall seconds allowed.")
-    ] = None,
-    price: Annotated[
-        str | None,
-        typer.Option(help="Attacker PROMPT,COMPLETION price per million tokens (cost estimate)."),
-    ] = None,
-    compare_mutators: Annotated[
-        bool,
-        typer.Option("--compare-mutators", help="Also run the mutator search at the same queries."),
-    ] = False,
-    resume: Annotated[
-        bool, typer.Option("--resume", help="pair/tap/crescendo: go on from transcripts.jsonl.")
-    ] = False,
-    beam_width: Annotated[int, typer.Option(min=1, help="Candidates kept by beam search.")] = 4,
-    max_depth: Annotated[int, typer.Option(min=1, help="Longest mutation chain.")] = 3,
-    max_attacks: Annotated[
-        int | None, typer.Option(min=1, help="Attack samples to use (seeded subset).")
-    ] = None,
-    transfer: Annotated[
-        list[str] | None,
-        typer.Option("--transfer", help="Replay the bypasses against this defense (repeatable)."),
-    ] = None,
-    error_policy: Annotated[
-        str, typer.Option(help=f"How static errors count: {', '.join(ERROR_POLICIES)}.")
-    ] = "fail_closed",
-    timeout: Annotated[
-        float, typer.Option(help="Per-call timeout in seconds (0: no limit).")
-    ] = 30.0,
-    concurrency: Annotated[int, typer.Option(min=1, help="Calls in flight.")] = 8,
-    retries: Annotated[int, typer.Option(min=0, help="Retries of transient errors.")] = 2,
-    batch_size: Annotated[int, typer.Option(min=1, help="Texts per batch call.")] = 32,
-    examples: Annotated[
-        int,
-        typer.Option(
-            min=0, help="Example bypasses per attack category in report.md (HTML, JSON: more)."
-        ),
-    ] = 5,
-    db: DbOption = None,
-    no_store: NoStoreOption = False,
-    tag: TagOption = None,
-    target_model: Annotated[
-        str | None,
-        typer.Option(
-            "--target", help="End to end: send the bypasses to this model (openai:MODEL@URL...)."
-        ),
-    ] = None,
-    judge: Annotated[
-        list[str] | None, typer.Option("--judge", help="End to end: judge (repeatable).")
-    ] = None,
-    judge_rule: Annotated[str, typer.Option(help="any, all or majority.")] = "any",
-    output_defense: Annotated[
-        list[str] | None,
-        typer.Option("--output-defense", help="End to end: screen the answers (repeatable)."),
-    ] = None,
-    system_prompt: Annotated[
-        str | None, typer.Option(help="End to end: system prompt text or @FILE.")
-    ] = None,
-    executor: ExecutorOption = "local",
-    ray_address: RayAddressOption = None,
-    workers: WorkersOption = None,
-    gpus_per_worker: GpusOption = None,
-) -> None:
-    """Attack a defense adaptively: mutate the attacks it blocks until they get through,
-    within a query budget; report static vs adaptive ASR, ASR per query, what worked.
-    With --target and --judge, the bypasses are then sent to the model and judged
-    (end_to_end.json)."""
-    from shieldbench.attacks import (
-        bypasses_dataset,
-        format_asr,
-        run_attack,
-        save_attack,
-        write_jsonl,
-    )
-    from shieldbench.reports import build_report, write_reports
+@dataclass(frozen=True, slots=True)
+class _SearchJob:
+    """The mutator search's command, parsed: what to attack, how, and where to write."""
 
-    spec = single(defense, option="--defense", what="defense")
-    data_spec = single(dataset, option="--dataset", what="dataset")
-    if out is None:
-        raise ConfigError("missing option --out: name the report folder")
-    transfer = list(unique_specs(transfer or [], option="--transfer"))
-    chosen = [s.strip() for s in strategy.split(",")]
-    if all(s in ("pair", "tap", "crescendo") for s in chosen):
-        from shieldbench.cli._attack_llm import LLMOptions, run_llm_command
+    spec: str
+    data_spec: str
+    out: Path
+    settings: AttackSettings
+    config: RunConfig
+    transfer: list[str]
+    plan: EndToEnd | None
+    examples: int
+    store: Store | None
+    tags: dict[str, str]
+    executor: RayExecutor | None
 
-        if len(set(chosen)) < len(chosen):
-            raise ConfigError(f"--strategy {strategy!r}: a strategy is named twice")
-        if not resume:
-            check_out_dir(out, option="--out")
-        run_llm_command(
-            strategies=chosen,
-            spec=spec,
-            data_spec=data_spec,
-            out=out,
-            budget=budget,
-            seed=seed,
-            max_attacks=max_attacks,
-            transfer=transfer,
-            config=RunConfig(
-                timeout_s=timeout or None, concurrency=concurrency, retries=retries, warmup=0
-            ),
-            plan=build_plan(
-                E2EOptions(
-                    target_model,
-                    judge or [],
-                    rule=judge_rule,
-                    output_defenses=output_defense or [],
-                    system_prompt=system_prompt,
-                )
-            ),
-            opts=LLMOptions(
-                attacker,
-                evaluator,
-                streams,
-                depth,
-                width,
-                branching,
-                turns,
-                backtracks,
-                screen_mode,
-                token_budget,
-                time_budget,
-                price,
-                compare_mutators,
-                resume,
-            ),
-        )
-        return
-    check_out_dir(out, option="--out")  # before the data is loaded or a query is sent
-    if strategy not in STRATEGIES:
-        raise ConfigError(f"--strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
+
+def _engine_config(
+    error_policy: str, timeout: float, concurrency: int, retries: int, batch_size: int
+) -> RunConfig:
     if error_policy not in ERROR_POLICIES:
         raise ConfigError(
             f"--error-policy {error_policy!r}: choose one of {', '.join(ERROR_POLICIES)}"
         )
-    e2e = E2EOptions(
-        target_model,
-        judge or [],
-        rule=judge_rule,
-        output_defenses=output_defense or [],
-        system_prompt=system_prompt,
-    )
-    plan = build_plan(e2e)  # specs checked before the attack spends its budget
-    names = tuple(m.name for m in resolve_mutators(mutator_names))
-    settings = AttackSettings(
-        budget=budget,
-        rounds=rounds,
-        seed=seed,
-        strategy=strategy,  # type: ignore[arg-type]  # checked against STRATEGIES above
-        beam_width=beam_width,
-        max_depth=max_depth,
-        max_attacks=max_attacks,
-        mutators=names if mutator_names else (),
-    )
-    config = RunConfig(
+    return RunConfig(
         error_policy=error_policy,  # type: ignore[arg-type]  # checked above
         timeout_s=timeout or None,
         concurrency=concurrency,
@@ -308,56 +167,164 @@ def attack(
         warmup=0,
         batch_size=batch_size,
     )
-    tags = parse_tags(tag)
-    store = None if no_store else open_cli_store(db)
-    pool = make_executor(executor, spec, address=ray_address, workers=workers, gpus=gpus_per_worker)
-    data = load_dataset(dataset_spec(data_spec))
+
+
+def _settings(strategy: str, mutator_names: str | None, base: AttackSettings) -> AttackSettings:
+    """``base`` with the strategy and mutators checked and set."""
+    if strategy not in STRATEGIES:
+        raise ConfigError(f"--strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
+    names = tuple(m.name for m in resolve_mutators(mutator_names))
+    return dataclasses.replace(
+        base,
+        strategy=strategy,  # type: ignore[arg-type]  # checked against STRATEGIES above
+        mutators=names if mutator_names else (),
+    )
+
+
+def _print_round(r: RoundSummary) -> None:
+    from shieldbench.attacks import format_asr
+
+    err_console.print(
+        f"round {r.round}: {r.candidates} candidates, {r.queries} queries, ASR {format_asr(r.asr)}",
+        highlight=False,
+    )
+
+
+def _search(job: _SearchJob) -> AttackResult:
+    """Build the defenses, run the search (and its transfer), close them."""
+    from shieldbench.attacks import run_attack
+
+    data = load_dataset(dataset_spec(job.data_spec))
     built: list[Defense] = []
     try:
-        target = build_defense(spec)
-        built.append(target)
-        others: dict[str, Defense] = {}
-        for other in transfer:
-            others[other] = build_defense(other)
-            built.append(others[other])
-
-        def report(r: RoundSummary) -> None:
-            err_console.print(
-                f"round {r.round}: {r.candidates} candidates, {r.queries} queries,"
-                f" ASR {format_asr(r.asr)}",
-                highlight=False,
-            )
-
-        result = run_attack(
-            target,
+        built += [build_defense(s) for s in (job.spec, *job.transfer)]
+        return run_attack(
+            built[0],
             data,
-            settings=settings,
-            config=config,
-            defense_spec=spec,
-            transfer=others,
-            on_round=report,
-            executor=pool,
+            settings=job.settings,
+            config=job.config,
+            defense_spec=job.spec,
+            transfer=dict(zip(job.transfer, built[1:], strict=True)),
+            on_round=_print_round,
+            executor=job.executor,
         )
     finally:
-        if pool is not None:
-            pool.close()
+        if job.executor is not None:
+            job.executor.close()
         _close(built)
+
+
+def _run_search(job: _SearchJob) -> None:
+    """The mutator search end to end: attack, files, end-to-end replay, reports, history."""
+    from shieldbench.attacks import bypasses_dataset, save_attack, write_jsonl
+    from shieldbench.reports import build_report, write_reports
+
+    plan = job.plan
+    try:
+        result = _search(job)
+    except BaseException:
+        close_plan(plan)
+        raise
     console.print(_summary(result))
     paths = {
-        "attack": save_attack(result, out / "attack.json"),
-        "bypasses": write_jsonl(bypasses_dataset(result), out / "bypasses.jsonl"),
+        "attack": save_attack(result, job.out / "attack.json"),
+        "bypasses": write_jsonl(bypasses_dataset(result), job.out / "bypasses.jsonl"),
     }
     if plan is not None:
         try:
-            e2e_file = attack_end_to_end(bypasses_dataset(result), plan, config, out, spec)
+            found = attack_end_to_end(bypasses_dataset(result), plan, job.config, job.out, job.spec)
         finally:
             close_plan(plan)
-        if e2e_file is not None:
-            paths["end to end"] = e2e_file
+        if found is not None:
+            paths["end to end"] = found
     for kind, path in paths.items():
         console.print(f"{kind:>9}: {path}", highlight=False)
-    print_report_paths(write_reports(build_report([], attack=result, examples=examples), out))
-    record(store, [], source="attack", tags=tags, attacks=[result.to_dict()])
+    report = build_report([], attack=result, examples=job.examples)
+    print_report_paths(write_reports(report, job.out))
+    record(job.store, [], source="attack", tags=job.tags, attacks=[result.to_dict()])
+
+
+@app.command("attack")
+def attack(
+    defense: DefenseOpt = None,
+    dataset: DatasetOpt = None,
+    out: OutOpt = None,
+    budget: BudgetOpt = 1000,
+    rounds: RoundsOpt = 5,
+    seed: SeedOpt = 0,
+    mutator_names: MutatorsOpt = None,
+    strategy: StrategyOpt = "auto",
+    attacker: AttackerOpt = None,
+    evaluator: EvaluatorOpt = None,
+    streams: StreamsOpt = 3,
+    depth: DepthOpt = 3,
+    width: WidthOpt = 4,
+    branching: BranchingOpt = 2,
+    turns: TurnsOpt = 5,
+    backtracks: BacktracksOpt = 3,
+    screen_mode: ScreenOpt = "user_turns",
+    token_budget: TokenBudgetOpt = None,
+    time_budget: TimeBudgetOpt = None,
+    price: PriceOpt = None,
+    compare_mutators: CompareOpt = False,
+    resume: ResumeOpt = False,
+    beam_width: BeamWidthOpt = 4,
+    max_depth: MaxDepthOpt = 3,
+    max_attacks: MaxAttacksOpt = None,
+    transfer: TransferOpt = None,
+    error_policy: ErrorPolicyOpt = "fail_closed",
+    timeout: TimeoutOpt = 30.0,
+    concurrency: ConcurrencyOpt = 8,
+    retries: RetriesOpt = 2,
+    batch_size: BatchSizeOpt = 32,
+    examples: ExamplesOpt = 5,
+    db: DbOption = None,
+    no_store: NoStoreOption = False,
+    tag: TagOption = None,
+    target_model: TargetOpt = None,
+    judge: JudgeOpt = None,
+    judge_rule: JudgeRuleOpt = "any",
+    output_defense: OutputDefenseOpt = None,
+    system_prompt: SystemPromptOpt = None,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
+    workers: WorkersOption = None,
+    gpus_per_worker: GpusOption = None,
+) -> None:
+    """Attack a defense adaptively: mutate the attacks it blocks until they get through,
+    within a query budget; report static vs adaptive ASR, ASR per query, what worked.
+    With --strategy pair, tap or crescendo an attacker model rewrites them instead.
+    With --target and --judge, the bypasses are then sent to the model and judged
+    (end_to_end.json)."""
+    spec = single(defense, option="--defense", what="defense")
+    data_spec = single(dataset, option="--dataset", what="dataset")
+    if out is None:
+        raise ConfigError("missing option --out: name the report folder")
+    transfers = list(unique_specs(transfer or [], option="--transfer"))
+    config = _engine_config(error_policy, timeout, concurrency, retries, batch_size)
+    e2e = E2EOptions(target_model, judge or [], rule=judge_rule,
+                     output_defenses=output_defense or [], system_prompt=system_prompt)  # fmt: skip
+    chosen = [s.strip() for s in strategy.split(",")]
+    if all(s in LLM_STRATEGIES for s in chosen):
+        from shieldbench.cli._attack_llm import LLMCommand, LLMOptions, run_llm_command
+
+        opts = LLMOptions(attacker, evaluator, streams, depth, width, branching, turns,
+                          backtracks, screen_mode, token_budget, time_budget, price,
+                          compare_mutators, resume)  # fmt: skip
+        run_llm_command(LLMCommand(chosen, spec, data_spec, out, budget, seed, max_attacks,
+                                   transfers, config, build_plan(e2e), opts, db, no_store,
+                                   parse_tags(tag)))  # fmt: skip
+        return
+    check_out_dir(out, option="--out")  # before the data is loaded or a query is sent
+    settings = _settings(strategy, mutator_names, AttackSettings(
+        budget=budget, rounds=rounds, seed=seed, beam_width=beam_width, max_depth=max_depth,
+        max_attacks=max_attacks))  # fmt: skip
+    plan = build_plan(e2e)  # specs checked before the attack spends its budget
+    tags = parse_tags(tag)
+    store = None if no_store else open_cli_store(db)
+    pool = make_executor(executor, spec, address=ray_address, workers=workers, gpus=gpus_per_worker)
+    _run_search(_SearchJob(spec, data_spec, out, settings, config, transfers, plan, examples,
+                           store, tags, pool))  # fmt: skip
 
 
 @app.command("mutators")

@@ -1,36 +1,44 @@
 """``shieldbench attack --strategy pair|tap|crescendo --attacker SPEC``: the LLM-driven attacks.
 
 Called by ``attack`` when the strategy is one of :data:`LLM_STRATEGIES`. Writes
-``llm_attack.json`` (the result), ``transcripts.jsonl`` (one finished attack per
-line; ``--resume`` reads it back and goes on) and ``llm_attack.md`` (the report,
-with the mutator search at the same number of queries when
-``--compare-mutators`` is given, and the transfer to ``--transfer`` defenses) and
-``llm_asr.svg`` (ASR against queries, every strategy on one plot with its interval
-band). ``--strategy pair,tap,crescendo`` runs several, each into its own folder,
-reported together. With ``--target`` (and ``--judge``), PAIR and TAP send the
-candidates the defense lets through to the model and tell the attacker its answer
-and the judges' verdict; Crescendo's turns are answered by it.
+``llm_attack.json`` (the result: every transcript, the transfer to ``--transfer``
+defenses and, with ``--compare-mutators``, the mutator search at the same number of
+queries), ``transcripts.jsonl`` (one finished attack per line; ``--resume`` reads
+it back and goes on), ``llm_attack.md`` (the report) and ``llm_asr.svg`` (ASR
+against queries, every strategy on one plot with its interval band), and records
+each result in the history store like a run. ``shieldbench report
+llm_attack.json ...`` renders the report again from the results alone.
+``--strategy pair,tap,crescendo`` runs several, each into its own folder, reported
+together. With ``--target`` (and ``--judge``), PAIR and TAP send the candidates the
+defense lets through to the model and tell the attacker its answer and the judges'
+verdict; Crescendo's turns are answered by it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from shieldbench._textio import write_text_atomic
 from shieldbench.cli._app import console, err_console
 from shieldbench.cli._e2e import close_plan
-from shieldbench.datasets import load_dataset
+from shieldbench.cli._outpaths import check_out_dir
+from shieldbench.cli._report import print_report_paths
+from shieldbench.cli._store import open_cli_store, record
+from shieldbench.datasets import Dataset, load_dataset
 from shieldbench.defenses import Defense, build_defense, close_every
 from shieldbench.errors import ConfigError
 from shieldbench.types import RunConfig
 
 if TYPE_CHECKING:
-    from shieldbench.attacks import LLMAttackResult, TargetOutcome
+    from shieldbench.attacks import Attacker, LLMAttackResult, LLMSettings, TargetOutcome
     from shieldbench.engine import EndToEnd
 
-__all__ = ["LLMOptions", "run_llm_command"]
+__all__ = ["LLMCommand", "LLMOptions", "run_llm_command"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +61,26 @@ class LLMOptions:
     resume: bool
 
 
+@dataclass(frozen=True, slots=True)
+class LLMCommand:
+    """What to attack, where to write, and where to record (the shared ``attack`` options)."""
+
+    strategies: list[str]
+    spec: str
+    data_spec: str
+    out: Path
+    budget: int
+    seed: int
+    max_attacks: int | None
+    transfer: list[str]
+    config: RunConfig
+    plan: EndToEnd | None
+    opts: LLMOptions
+    db: str | None = None
+    no_store: bool = True
+    tags: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+
 def _prices(text: str | None) -> tuple[float, float]:
     if text is None:
         return (0.0, 0.0)
@@ -65,94 +93,113 @@ def _prices(text: str | None) -> tuple[float, float]:
     return (a, b)
 
 
-def run_llm_command(
-    *,
-    strategies: list[str],
-    spec: str,
-    data_spec: str,
-    out: Path,
-    budget: int,
-    seed: int,
-    max_attacks: int | None,
-    transfer: list[str],
-    config: RunConfig,
-    plan: EndToEnd | None,
-    opts: LLMOptions,
-) -> None:
+def _plans(cmd: LLMCommand) -> list[tuple[LLMSettings, Path]]:
+    """Each strategy's settings and folder, checked before any model is called."""
+    from shieldbench.attacks import Budget, LLMSettings
+
+    o = cmd.opts
+    plans = []
+    for strategy in cmd.strategies:
+        folder = cmd.out if len(cmd.strategies) == 1 else cmd.out / strategy
+        settings = LLMSettings(
+            strategy,  # type: ignore[arg-type]  # checked by the caller
+            budget=Budget(cmd.budget, o.token_budget, o.time_budget),
+            seed=cmd.seed, streams=o.streams, depth=o.depth, width=o.width,
+            branching=o.branching, turns=o.turns, backtracks=o.backtracks,
+            screen=o.screen, max_attacks=cmd.max_attacks, price_per_mtok=_prices(o.price),
+            concurrency=cmd.config.concurrency,
+        )  # fmt: skip
+        transcripts = folder / "transcripts.jsonl"
+        if transcripts.exists() and not o.resume:
+            raise ConfigError(f"{transcripts} exists: pass --resume to go on from it, or remove it")
+        plans.append((settings, folder))
+    return plans
+
+
+def _one(
+    cmd: LLMCommand,
+    settings: LLMSettings,
+    folder: Path,
+    defenses: list[Defense],
+    data: Dataset,
+    models: tuple[Attacker, Attacker | None],
+) -> LLMAttackResult:
+    """One strategy: the attack, then its transfer and mutator comparison, in one record."""
+    from shieldbench.attacks import AttackSettings, llm_transfer, run_attack, run_llm_attack
+
+    folder.mkdir(parents=True, exist_ok=True)
+    result = run_llm_attack(
+        defenses[0], data, models[0], settings=settings, evaluator=models[1],
+        end_to_end=cmd.plan, config=cmd.config, defense_spec=cmd.spec,
+        transcripts=folder / "transcripts.jsonl", on_target=_progress,
+    )  # fmt: skip
+    transfer = tuple(
+        llm_transfer(result, d, defense_spec=s, config=cmd.config)
+        for s, d in zip(cmd.transfer, defenses[1:], strict=True)
+    )
+    comparison = None
+    if cmd.opts.compare_mutators and result.queries:
+        same = AttackSettings(budget=result.queries, seed=cmd.seed, max_attacks=cmd.max_attacks)
+        comparison = run_attack(defenses[0], data, settings=same, config=cmd.config)
+    return dataclasses.replace(result, transfer=transfer, comparison=comparison)
+
+
+def _checked(cmd: LLMCommand) -> list[tuple[LLMSettings, Path]]:
+    """Every option checked before a model is built or a query sent."""
+    if cmd.opts.attacker is None:
+        raise ConfigError(
+            f"--strategy {','.join(cmd.strategies)} needs --attacker SPEC (a chat endpoint,"
+            " e.g. llm:ollama/llama3.2 or openai:MODEL@http://127.0.0.1:11434/v1)"
+        )
+    if len(set(cmd.strategies)) < len(cmd.strategies):
+        raise ConfigError(f"--strategy {','.join(cmd.strategies)}: a strategy is named twice")
+    if not cmd.opts.resume:
+        check_out_dir(cmd.out, option="--out")
+    return _plans(cmd)
+
+
+def run_llm_command(cmd: LLMCommand) -> None:
     """Run the LLM strategies end to end and write their files (see the module docstring).
 
     One strategy writes into ``out``; several write each into ``out/STRATEGY/`` and
     the combined report and plot into ``out``.
     """
-    from shieldbench.attacks import (
-        AttackResult,
-        AttackSettings,
-        Budget,
-        LLMSettings,
-        LLMTransfer,
-        asr_plot_svg,
-        build_attacker,
-        llm_report_markdown,
-        llm_transfer,
-        run_attack,
-        run_llm_attack,
-    )
+    from shieldbench.attacks import build_attacker
+    from shieldbench.reports import write_llm_reports
 
-    if opts.attacker is None:
-        raise ConfigError(
-            f"--strategy {','.join(strategies)} needs --attacker SPEC (a chat endpoint, e.g."
-            " llm:ollama/llama3.2 or openai:MODEL@http://127.0.0.1:8000/v1)"
-        )
-    plans = []
-    for strategy in strategies:
-        folder = out if len(strategies) == 1 else out / strategy
-        settings = LLMSettings(
-            strategy,  # type: ignore[arg-type]  # checked by the caller
-            budget=Budget(budget, opts.token_budget, opts.time_budget),
-            seed=seed, streams=opts.streams, depth=opts.depth, width=opts.width,
-            branching=opts.branching, turns=opts.turns, backtracks=opts.backtracks,
-            screen=opts.screen, max_attacks=max_attacks, price_per_mtok=_prices(opts.price),
-        )  # fmt: skip
-        transcripts = folder / "transcripts.jsonl"
-        if transcripts.exists() and not opts.resume:
-            raise ConfigError(f"{transcripts} exists: pass --resume to go on from it, or remove it")
-        plans.append((settings, folder))
-    data = load_dataset(data_spec)
-    attacker = build_attacker(opts.attacker)
-    evaluator = None if opts.evaluator is None else build_attacker(opts.evaluator)
-    built: list[Defense] = [build_defense(spec)]
-    results: list[LLMAttackResult] = []
-    mutator: dict[str, AttackResult] = {}
-    moved: dict[str, list[LLMTransfer]] = {}
     try:
-        others = {o: build_defense(o) for o in transfer}
-        built += others.values()
+        plans = _checked(cmd)
+    except BaseException:
+        close_plan(cmd.plan)
+        raise
+    store = None if cmd.no_store else open_cli_store(cmd.db)
+    data = load_dataset(cmd.data_spec)
+    attacker = build_attacker(cmd.opts.attacker or "")  # checked: not None
+    evaluator = None if cmd.opts.evaluator is None else build_attacker(cmd.opts.evaluator)
+    built: list[Defense] = []
+    results: list[LLMAttackResult] = []
+    try:
+        built += [build_defense(s) for s in (cmd.spec, *cmd.transfer)]
         for settings, folder in plans:
-            folder.mkdir(parents=True, exist_ok=True)
-            result = run_llm_attack(
-                built[0], data, attacker, settings=settings, evaluator=evaluator,
-                end_to_end=plan, config=config, defense_spec=spec,
-                transcripts=folder / "transcripts.jsonl", on_target=_progress,
-            )  # fmt: skip
+            result = _one(cmd, settings, folder, built, data, (attacker, evaluator))
             results.append(result)
             _write_one(result, folder)
-            if opts.compare_mutators and result.queries:
-                same = AttackSettings(budget=result.queries, seed=seed, max_attacks=max_attacks)
-                mutator[result.strategy] = run_attack(built[0], data, settings=same, config=config)
-            moved[result.strategy] = [
-                llm_transfer(result, d, spec=s, config=config) for s, d in others.items()
-            ]
     finally:
+        _close(built, attacker, evaluator, cmd.plan)
+    print_report_paths(write_llm_reports(results, cmd.out))
+    record(store, [], source="attack", tags=dict(cmd.tags), attacks=[r.to_dict() for r in results])
+
+
+def _close(
+    built: list[Defense], attacker: Attacker, evaluator: Attacker | None, plan: EndToEnd | None
+) -> None:
+    try:
         close_every(built)
-        for model in (attacker, evaluator):
-            if model is not None:
-                model.close()
-        close_plan(plan)
-    report = llm_report_markdown(results, mutator=mutator, transfer=moved if transfer else None)
-    (out / "llm_attack.md").write_text(report, encoding="utf-8")
-    (out / "llm_asr.svg").write_text(asr_plot_svg(results, mutator=mutator), encoding="utf-8")
-    for name in ("llm_attack.md", "llm_asr.svg"):
-        console.print(f"{name:>17}: {out / name}", highlight=False)
+    finally:
+        try:
+            close_every(model for model in (attacker, evaluator) if model is not None)
+        finally:
+            close_plan(plan)
 
 
 def _progress(o: TargetOutcome) -> None:
@@ -164,7 +211,7 @@ def _write_one(result: LLMAttackResult, folder: Path) -> None:
     from shieldbench.attacks import format_asr
 
     path = folder / "llm_attack.json"
-    path.write_text(json.dumps(result.to_dict(), indent=1), encoding="utf-8")
+    write_text_atomic(path, json.dumps(result.to_dict(), indent=1) + "\n")
     u = result.usage
     console.print(
         f"{result.strategy}: static ASR {format_asr(result.static_asr)};"

@@ -3,7 +3,10 @@
 Thin over :mod:`shieldbench.reports`: the inputs are run files written by ``run``
 (``kind: shieldbench.run``) and, optionally, one ``attack.json`` written by
 ``attack`` (``kind: shieldbench.attack``); the output is ``report.json``,
-``report.md`` and ``report.html`` (or the formats asked for).
+``report.md`` and ``report.html`` (or the formats asked for). ``llm_attack.json``
+files of ``attack --strategy pair|tap|crescendo`` (``kind: shieldbench.llm_attack``,
+one or several) render as ``llm_attack.md`` and ``llm_asr.svg``, every strategy on
+one plot.
 
 Where the files go: ``--out DIR`` when given; with a single input, a folder next
 to it named ``<input name>-report/`` (so a ``runs/*.json`` glob never picks a
@@ -33,7 +36,7 @@ from shieldbench.runio import run_from_dict
 from shieldbench.types import ERROR_POLICIES, Run
 
 if TYPE_CHECKING:
-    from shieldbench.attacks import AttackResult
+    from shieldbench.attacks import AttackResult, LLMAttackResult
 
 __all__ = ["check_max_fpr", "output_id", "parse_formats", "print_report_paths"]
 
@@ -88,11 +91,14 @@ def _read(path: Path) -> dict[str, Any]:
     return data
 
 
-def _load(paths: Sequence[Path]) -> tuple[list[Run], AttackResult | None]:
-    from shieldbench.attacks import AttackResult
+def _load(
+    paths: Sequence[Path],
+) -> tuple[list[Run], AttackResult | None, list[LLMAttackResult]]:
+    from shieldbench.attacks import LLM_ATTACK_KIND, AttackResult, LLMAttackResult
 
     runs: list[Run] = []
     attack: AttackResult | None = None
+    llm: list[LLMAttackResult] = []
     for path in paths:
         if path.suffix == ".parquet":  # a columnar run file (large runs)
             from shieldbench.runio import load_run
@@ -105,21 +111,32 @@ def _load(paths: Sequence[Path]) -> tuple[list[Run], AttackResult | None]:
             if attack is not None:
                 raise ConfigError(f"{path}: one report renders one adaptive attack; got two")
             attack = AttackResult.from_dict(data, source=str(path))
+        elif kind == LLM_ATTACK_KIND:
+            llm.append(LLMAttackResult.from_dict(data, source=str(path)))
         elif kind in ("shieldbench.run", None):
             runs.append(run_from_dict(data, source=str(path)))
         else:
             raise RunError(
                 f"{path}: a {kind!r} file is not a run or an attack result; pass the run"
-                " files (runs/*.json) or attack.json written by `run` / `attack`"
+                " files (runs/*.json), attack.json or llm_attack.json written by `run` / `attack`"
             )
-    return runs, attack
+    return runs, attack, llm
+
+
+def _write_llm(results: Sequence[LLMAttackResult], out: Path) -> None:
+    from shieldbench.reports import write_llm_reports
+
+    print_report_paths(write_llm_reports(results, out))
 
 
 @app.command("report")
 def report(
     inputs: Annotated[
         list[Path],
-        typer.Argument(help="Run files (runs/*.json) and/or one attack.json.", show_default=False),
+        typer.Argument(
+            help="Run files (runs/*.json) and/or one attack.json, or llm_attack.json files.",
+            show_default=False,
+        ),
     ],
     fmt: Annotated[
         list[str] | None,
@@ -169,14 +186,18 @@ def report(
         raise ConfigError(f"--policy {policy!r}: choose one of {', '.join(ERROR_POLICIES)}")
     if out is not None:
         check_out_dir(out, option="--out")  # before reading inputs
-    runs, attack = _load(inputs)
+    runs, attack, llm = _load(inputs)
     if out is None:
         if len(inputs) == 1:
             out = inputs[0].with_name(f"{inputs[0].stem}-report")
         else:
             keys = [r.id for r in runs] + ([attack.meta.id] if attack is not None else [])
-            out = Path("reports") / f"report-{output_id(keys)}"
+            out = Path("reports") / f"report-{output_id(keys + [r.meta.id for r in llm])}"
     check_out_dir(out, option="--out")
+    if llm:
+        _write_llm(llm, out)
+        if not runs and attack is None:
+            return
     built = build_report(
         runs,
         title=title,

@@ -17,6 +17,9 @@ reader's ``max_fpr`` policy):
   examples; no network, no external assets; opens from disk.
 
 :func:`write_reports` writes ``report.json`` / ``report.md`` / ``report.html``.
+LLM-driven attacks (PAIR, TAP, Crescendo) have their own report:
+:func:`llm_attack_markdown` and :func:`llm_asr_svg` (ASR against queries, every
+strategy on one plot), written by :func:`write_llm_reports`.
 Attack texts are hostile input: every renderer escapes them (see each renderer).
 
 Example:
@@ -32,11 +35,14 @@ Example:
 
 from __future__ import annotations
 
+from shieldbench.reports._attack_section import working_mutators
 from shieldbench.reports._build import build_report
 from shieldbench.reports._charts import percent_formatter, render_svg
 from shieldbench.reports._format import rate_text
 from shieldbench.reports._html import render_html
 from shieldbench.reports._json import render_json, report_schema
+from shieldbench.reports._llm_markdown import llm_attack_markdown, write_llm_reports
+from shieldbench.reports._llm_plot import llm_asr_svg
 from shieldbench.reports._markdown import render_markdown
 from shieldbench.reports._model import (
     REPORT_KIND,
@@ -76,6 +82,8 @@ __all__ = [
     "TradeoffPlane",
     "WorstCase",
     "build_report",
+    "llm_asr_svg",
+    "llm_attack_markdown",
     "percent_formatter",
     "rate_text",
     "render_html",
@@ -83,5 +91,7 @@ __all__ = [
     "render_markdown",
     "render_svg",
     "report_schema",
+    "working_mutators",
+    "write_llm_reports",
     "write_reports",
 ]

@@ -7,36 +7,38 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from shieldbench.reports._attack_view import AttackView
 from shieldbench.reports._charts import MAX_ROWS, PALETTE, label, percent_formatter, render_svg
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from shieldbench.attacks import AttackResult
+
 __all__ = ["asr_queries_chart", "mutator_chart"]
 
 
-def asr_queries_chart(view: AttackView, *, name: str = "attack-asr") -> str | None:
+def asr_queries_chart(result: AttackResult, *, name: str = "attack-asr") -> str | None:
     """Cumulative ASR (all bypasses, and payload-preserving only) against search
     queries, the static ASR as the baseline and the end of each round marked."""
-    points = [p for p in view.curve if p.get("asr") is not None]
-    if not points and not view.rounds:
+    points = [p for p in result.figures.curve if p.asr is not None]
+    rounds = result.figures.rounds
+    if not points and not rounds:
         return None
-    static = view.static_asr.value
+    static = result.figures.static_asr.value
 
     def draw(fig: Figure) -> None:
         ax = fig.subplots()
         if points:
-            q = [int(p["queries"]) for p in points]
+            q = [int(p.queries) for p in points]
             ax.step(
                 q,
-                [float(p["asr"]) for p in points],
+                [float(p.asr) for p in points if p.asr is not None],
                 where="post",
                 color=PALETTE[1],
                 label="adaptive ASR",
                 linewidth=1.5,
             )
-            pres = [p.get("preserving_asr") for p in points]
+            pres = [p.preserving_asr for p in points]
             if any(v is not None for v in pres):
                 ax.step(
                     q,
@@ -47,7 +49,7 @@ def asr_queries_chart(view: AttackView, *, name: str = "attack-asr") -> str | No
                     label="payload-preserving ASR",
                     linewidth=1.3,
                 )
-        for r in view.rounds:
+        for r in rounds:
             if r.asr.value is not None:
                 ax.errorbar(
                     [r.queries],
@@ -77,10 +79,10 @@ def asr_queries_chart(view: AttackView, *, name: str = "attack-asr") -> str | No
     return render_svg(name, (6.4, 3.4), draw)
 
 
-def mutator_chart(view: AttackView, *, name: str = "attack-mutators") -> str | None:
+def mutator_chart(result: AttackResult, *, name: str = "attack-mutators") -> str | None:
     """Success rate (bypasses / queries whose chain used it) per mutator with 95%
     intervals; blue keeps the payload readable, orange may hide it."""
-    rows = [m for m in view.mutators if m.attempts > 0]
+    rows = [m for m in result.mutators if m.attempts > 0]
     if not rows:
         return None
     rows.sort(key=lambda m: (-(m.success_rate.value or 0.0), -m.attempts, m.name))

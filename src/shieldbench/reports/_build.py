@@ -20,10 +20,10 @@ Example:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -48,7 +48,7 @@ from shieldbench.metrics import (
     security_utility_tradeoff,
     summarize,
 )
-from shieldbench.reports._attack_view import AttackLike, attack_view
+from shieldbench.reports._attack_section import read_attack
 from shieldbench.reports._e2e_view import end_to_end_view
 from shieldbench.reports._examples import worst_case
 from shieldbench.reports._flips import flip_sections
@@ -67,6 +67,9 @@ from shieldbench.reports._model import (
 from shieldbench.reports._plane import tradeoff_planes
 from shieldbench.reports._recommend import recommend
 from shieldbench.types import ERROR_POLICIES, ErrorPolicy, Run
+
+if TYPE_CHECKING:
+    from shieldbench.attacks import AttackResult
 
 __all__ = ["build_report"]
 
@@ -297,8 +300,8 @@ def _groups(
 
 def _default_title(runs: Sequence[Run], attack: AttackSection | None) -> str:
     if attack is not None:
-        v = attack.view
-        return f"shieldbench adaptive attack: {v.defense.spec} on {v.dataset.spec}"
+        r = attack.result
+        return f"shieldbench adaptive attack: {r.defense.spec} on {r.dataset.spec}"
     if len(runs) == 1:
         return f"shieldbench report: {runs[0].defense.spec} on {runs[0].dataset.spec}"
     n_def = len({r.defense.spec for r in runs})
@@ -319,10 +322,6 @@ def _check_options(runs: Sequence[Run], margin: float, examples: int, attack: An
         raise ConfigError(f"margin must be in (0, 0.5], e.g. 0.1 for ±10 points; got {margin!r}")
     if isinstance(examples, bool) or not isinstance(examples, int) or examples < 0:
         raise ConfigError(f"examples must be a whole number >= 0, got {examples!r}")
-    if attack is not None and not callable(getattr(attack, "to_dict", None)):
-        raise ConfigError(
-            f"attack must be an adaptive-attack result with to_dict(), got {type(attack).__name__}"
-        )
 
 
 def build_report(
@@ -331,7 +330,7 @@ def build_report(
     title: str | None = None,
     margin: float = 0.1,
     examples: int = 5,
-    attack: AttackLike | None = None,
+    attack: AttackResult | Mapping[str, Any] | None = None,
     comparison: Comparison | None = None,
     policy: ErrorPolicy | None = None,
     generated_at: datetime | None = None,
@@ -344,7 +343,8 @@ def build_report(
     - ``examples``: example bypasses per attack category and false positives per
       benign category kept in the model (the Markdown view prints the worst
       ``examples`` of each kind per run; JSON and HTML carry them all).
-    - ``attack``: an adaptive-attack result (:mod:`shieldbench.attacks`) to report.
+    - ``attack``: an adaptive-attack result (:class:`~shieldbench.attacks.AttackResult`,
+      or its ``to_dict()`` form, read back and checked) to report.
     - ``comparison``: a precomputed :func:`~shieldbench.metrics.compare_runs` result
       (e.g. with a non-inferiority margin) used for the runs on its dataset;
       otherwise runs sharing a content hash are compared with the defaults.
@@ -383,8 +383,8 @@ def build_report(
         )
     attack_section = None
     if attack is not None:
-        data = attack.to_dict()
-        attack_section = AttackSection(attack, data, attack_view(data))
+        result = read_attack(attack)
+        attack_section = AttackSection(result, result.to_dict())
     scope: Scope = "attack" if attack is not None else ("run" if len(runs) == 1 else "benchmark")
     return Report(
         title=title or _default_title(runs, attack_section),

@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -34,6 +34,7 @@ from markupsafe import Markup
 
 from shieldbench.metrics import Estimate, Rate, SampleFlip, quantile_bound_n
 from shieldbench.reports import _attack_charts, _charts, _plane_charts
+from shieldbench.reports._attack_section import chains_table, rounds_table, transfer_table
 from shieldbench.reports._e2e_view import e2e_html
 from shieldbench.reports._flips import HTML_TEXT, HTML_TOP, KIND_TITLES, side_text
 from shieldbench.reports._format import (
@@ -57,10 +58,14 @@ from shieldbench.reports._html_views import (
 from shieldbench.reports._layout import short_id
 from shieldbench.reports._markdown_more import paired_difference_text
 from shieldbench.reports._model import DatasetGroup, Report, RunSection
+from shieldbench.reports._rows import Table
+from shieldbench.reports._run_tables import composite_table, group_table
 from shieldbench.reports._summary_rows import summary_rows
 
 if TYPE_CHECKING:
     from jinja2 import Environment, Template
+
+    from shieldbench.attacks import Bypass
 
 __all__ = ["CSP_TEMPLATE", "MAX_ATTACK_BYPASSES", "render_html"]
 
@@ -124,6 +129,7 @@ def _environment() -> Environment:
         short=short_id,
         flip_side=_flip_side,
     )
+    env.globals["groups_table"] = group_table  # the breakdown tables, as Markdown builds them
     return env
 
 
@@ -264,37 +270,6 @@ def _group_views(report: Report, *, charts: bool) -> list[_GroupView]:
     return views
 
 
-def _composites(runs: Sequence[RunSection]) -> list[tuple[str, str, str]]:
-    rows = []
-    for r in runs:
-        c = r.composite
-        if c is None:
-            continue
-        if c.path_shares is not None:
-            ps = c.path_shares
-            rows.append(
-                (
-                    r.label,
-                    "tiered paths",
-                    f"fast {ps.fast} ({pct(ps.fast_share)}), deep {ps.deep}"
-                    f" ({pct(ps.deep_share)}), other {ps.other}",
-                )
-            )
-        if c.dual_gain is not None:
-            dg = c.dual_gain
-            rows.append(
-                (
-                    r.label,
-                    "dual: what the warn-only stage would add",
-                    f"+{dg.extra_attacks_caught} attacks caught (+{pct(dg.extra_block_rate)} of"
-                    f" {dg.attacks}), +{dg.extra_false_positives} false positives"
-                    f" (+{pct(dg.extra_false_positive_rate)} of {dg.benign}),"
-                    f" {dg.warn_errors} warner errors",
-                )
-            )
-    return rows
-
-
 def _context(report: Report, *, charts: bool) -> dict[str, Any]:
     _, css, js = _template_source()
     digest = base64.b64encode(hashlib.sha256(js.encode("utf-8")).digest()).decode("ascii")
@@ -303,11 +278,17 @@ def _context(report: Report, *, charts: bool) -> dict[str, Any]:
         e for r in report.runs for e in (*r.worst_case.bypasses, *r.worst_case.false_positives)
     ]
     env_pairs = sorted({(k, v) for r in report.runs for k, v in r.environment.items()})
-    attack = report.attack.view if report.attack is not None else None
-    attack_bypasses = []
+    attack = report.attack.result if report.attack is not None else None
+    attack_bypasses: list[Bypass] = []
+    attack_tables: dict[str, Table] = {}
     if attack is not None:
-        ordered = sorted(attack.bypasses, key=lambda b: not b.get("preserves_payload"))
+        ordered = sorted(attack.bypasses, key=lambda b: not b.preserves_payload)
         attack_bypasses = ordered[:MAX_ATTACK_BYPASSES]
+        attack_tables = {
+            "rounds": rounds_table(attack),
+            "chains": chains_table(attack),
+            "transfer": transfer_table(attack),
+        }
     return {
         "report": report,
         "flip_titles": KIND_TITLES,
@@ -334,7 +315,7 @@ def _context(report: Report, *, charts: bool) -> dict[str, Any]:
         "examples": examples,
         "example_runs": sorted({e.run for e in examples}),
         "example_categories": sorted({e.category for e in examples}),
-        "composites": _composites(report.runs),
+        "composites": composite_table(report.runs),
         "attack_asr_svg": _safe(_attack_charts.asr_queries_chart(attack))
         if charts and attack is not None
         else None,
@@ -342,7 +323,8 @@ def _context(report: Report, *, charts: bool) -> dict[str, Any]:
         if charts and attack is not None
         else None,
         "attack_bypasses": attack_bypasses,
-        "attack_categories": sorted({str(b.get("category")) for b in attack_bypasses}),
+        "attack_tables": attack_tables,
+        "attack_categories": sorted({str(b.category) for b in attack_bypasses}),
         "end_to_end_html": Markup(_scrolling(e2e_html(report.end_to_end))),  # escaped there
     }
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from shieldbench.metrics import GroupRates
 from shieldbench.reports._e2e_view import e2e_markdown
 from shieldbench.reports._flips import flips_markdown
 from shieldbench.reports._format import (
@@ -37,17 +36,12 @@ from shieldbench.reports._markdown_more import comparison_markdown
 from shieldbench.reports._markdown_wide import configuration_tables, fit_table, metric_tables
 from shieldbench.reports._mdescape import Md, md_table, md_text
 from shieldbench.reports._model import Example, Report, RunSection
+from shieldbench.reports._rows import markdown_rows, table_markdown
+from shieldbench.reports._run_tables import DIMENSION_TITLES, composite_table, group_table
 from shieldbench.reports._summary_rows import summary_rows
 
 __all__ = ["render_markdown"]
 
-_DIMENSION_TITLES = {
-    "category": "category",
-    "subcategory": "subcategory",
-    "tier": "difficulty tier",
-    "severity": "severity",
-    "source": "source",
-}
 _PRIORITY = {"critical": "🔴 **critical**", "warning": "🟠 **warning**", "info": "🔵 info"}
 
 
@@ -131,49 +125,16 @@ def _summary(runs: Sequence[RunSection]) -> list[str]:
     ]
 
 
-def _group_rows(groups: Sequence[GroupRates], target: float) -> list[list[str | Md]]:
-    rows: list[list[str | Md]] = []
-    for g in groups:
-        br = g.block_rate
-        covered = DASH if br.value is None else ("yes" if br.value >= target else "**no**")
-        errors = g.confusion.errors + g.confusion.timeouts
-        rows.append(
-            [
-                g.group,
-                _m(str(g.confusion.n_attacks)),
-                _m(rate_text(br, n=False)),
-                _m(rate_text(g.attack_success_rate, n=False)),
-                _m(covered),
-                _m(str(g.confusion.n_benign)),
-                _m(rate_text(g.false_positive_rate, n=False)),
-                _m(str(errors)),
-            ]
-        )
-    return rows
-
-
 def _breakdowns(runs: Sequence[RunSection]) -> list[str]:
     lines: list[str] = []
     for r in runs:
         target = r.summary.settings.coverage_target
         for dim, groups in r.summary.breakdowns.by.items():
-            title = _DIMENSION_TITLES.get(dim, dim)
+            table = group_table(groups, target, dim)
             lines += [
                 "",
-                f"## Per {title}: {md_text(r.label)}",
-                *fit_table(
-                    [
-                        title.capitalize(),
-                        "Attacks",
-                        "Block rate",
-                        "ASR",
-                        f"≥ {pct(target, digits=0)}",
-                        "Benign",
-                        "FPR",
-                        "Errors",
-                    ],
-                    _group_rows(groups, target),
-                ),
+                f"## Per {DIMENSION_TITLES.get(dim, dim)}: {md_text(r.label)}",
+                *fit_table([c.title for c in table.columns], markdown_rows(table)),
             ]
     return lines
 
@@ -327,41 +288,10 @@ def _worst_case(report: Report) -> list[str]:
 
 
 def _composite(runs: Sequence[RunSection]) -> list[str]:
-    rows: list[list[str | Md]] = []
-    for r in runs:
-        c = r.composite
-        if c is None:
-            continue
-        if c.path_shares is not None:
-            ps = c.path_shares
-            rows.append(
-                [
-                    r.label,
-                    "tiered paths",
-                    _m(
-                        f"fast {ps.fast} ({pct(ps.fast_share)}), deep {ps.deep}"
-                        f" ({pct(ps.deep_share)}), other {ps.other}"
-                    ),
-                ]
-            )
-        if c.dual_gain is not None:
-            dg = c.dual_gain
-            rows.append(
-                [
-                    r.label,
-                    "dual: warner would add",
-                    _m(
-                        f"+{dg.extra_attacks_caught} attacks caught"
-                        f" (+{pct(dg.extra_block_rate)} of {dg.attacks}),"
-                        f" +{dg.extra_false_positives} false positives"
-                        f" (+{pct(dg.extra_false_positive_rate)} of {dg.benign}),"
-                        f" {dg.warn_errors} warner errors"
-                    ),
-                ]
-            )
-    if not rows:
+    table = composite_table(runs)
+    if table is None:
         return []
-    return ["", "## Composite defenses", "", md_table(["Defense", "Fact", "Value"], rows)]
+    return ["", "## Composite defenses", "", table_markdown(table)]
 
 
 def render_markdown(report: Report) -> str:
@@ -381,7 +311,7 @@ def render_markdown(report: Report) -> str:
         )
     if report.attack is not None:
         lines += attack_markdown(
-            report.attack.view,
+            report.attack.result,
             examples=report.settings.examples,
             text_limit=report.settings.text_limit,
         )

@@ -37,7 +37,7 @@ from shieldbench.reports._records import Recommendation, ReportSettings
 from shieldbench.types import DatasetInfo, DefenseInfo, RunConfig
 
 if TYPE_CHECKING:
-    from shieldbench.reports._attack_view import AttackView
+    from shieldbench.attacks import AttackResult
 
 __all__ = [
     "REPORT_KIND",
@@ -323,16 +323,15 @@ class DatasetGroup:
 
 @dataclass(frozen=True, slots=True)
 class AttackSection:
-    """An adaptive attack: its result record, that record's JSON form, and the typed
-    view of it that renderers read.
+    """An adaptive attack: its record (:class:`~shieldbench.attacks.AttackResult`,
+    which the Markdown and HTML renderers read) and that record's JSON form.
 
-    ``data`` is ``result.to_dict()``, taken once so that every renderer reads the
-    same figures; the report's JSON carries it unchanged.
+    ``data`` is ``result.to_dict()``, taken once; the report's JSON carries it
+    unchanged.
     """
 
-    result: Any
+    result: AttackResult
     data: Mapping[str, Any]
-    view: AttackView
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.data)

@@ -37,7 +37,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from shieldbench.metrics import Rate, rate
-from shieldbench.reports._attack_view import attack_recommendations
+from shieldbench.reports._attack_section import attack_recommendations
 from shieldbench.reports._format import pct, per_10k, rate_text
 from shieldbench.reports._model import (
     AttackSection,
@@ -319,7 +319,7 @@ def composite(ctx: Context) -> Iterator[Recommendation]:
 def adaptive_attack(ctx: Context) -> Iterable[Recommendation]:
     if ctx.attack is None:
         return ()
-    return attack_recommendations(ctx.attack.view, ctx.settings)
+    return attack_recommendations(ctx.attack.result, ctx.settings)
 
 
 Rule = Callable[[Context], Iterable[Recommendation]]

@@ -1,8 +1,8 @@
-"""The records both the report model and its attack view use.
+"""The records both the report model and its attack section use.
 
 :class:`ReportSettings` (the knobs a report was built with) and
 :class:`Recommendation` (one action derived from the numbers). They live apart from
-``_model`` so that ``_attack_view``, which ``_model`` refers to, can use them
+``_model`` so that ``_attack_section``, which ``_build`` and ``_recommend`` use, can use them
 without importing ``_model`` (no import cycle); ``_model`` re-exports them.
 """
 

@@ -18,7 +18,8 @@ The tables, and why they look the way they do:
 - ``outcomes``: one compact row per screened sample, by position (the sample id is
   the sample's at the same position, which a :class:`~shieldbench.types.Run`
   guarantees).
-- ``attacks``: adaptive attack results (headline figures + the whole JSON document).
+- ``attacks``: adaptive attack results, mutator searches and LLM-driven attacks (their
+  ``kind``, headline figures + the whole JSON document, transcripts included).
 - ``alerts``: alerts of the monitor and the guard service (``source`` tells which),
   with what triggered them.
 
@@ -148,7 +149,7 @@ class SampleSetRow(Base):
     the UTF-8 JSON list of ``[id, text, label, category, subcategory, severity, tier,
     source, metadata, messages]`` records, in order.
 
-    Since revision 0004 the records are rows of ``sample_rows`` (:class:`SampleRow`)
+    Since revision 0005 the records are rows of ``sample_rows`` (:class:`SampleRow`)
     and ``data`` is NULL; a set stored before holds the whole list in ``data``.
     """
 
@@ -195,6 +196,7 @@ class AttackRow(Base):
 
     pk: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     attack_id: Mapped[str] = mapped_column(String(128), unique=True)
+    kind: Mapped[str] = mapped_column(String(64), server_default="shieldbench.attack")
     defense_spec: Mapped[str] = mapped_column(Text)
     defense_name: Mapped[str] = mapped_column(String(200))
     dataset_spec: Mapped[str] = mapped_column(Text)

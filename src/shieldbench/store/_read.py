@@ -208,7 +208,10 @@ def flips(session: Session, run_a: str, run_b: str) -> tuple[Flip, ...]:
 
 @dataclass(frozen=True, slots=True)
 class AttackInfo:
-    """A stored adaptive attack's description and headline figures (no document)."""
+    """A stored adaptive attack's description and headline figures (no document).
+
+    ``kind`` says which record the document is: ``shieldbench.attack`` (the mutator
+    search) or ``shieldbench.llm_attack`` (PAIR, TAP, Crescendo)."""
 
     id: str
     defense_spec: str
@@ -222,6 +225,7 @@ class AttackInfo:
     queries: int | None
     git_commit: str | None
     tags: Mapping[str, Any]
+    kind: str = "shieldbench.attack"
 
 
 def attack_infos(session: Session, *, limit: int = 200) -> tuple[AttackInfo, ...]:
@@ -241,6 +245,7 @@ def attack_infos(session: Session, *, limit: int = 200) -> tuple[AttackInfo, ...
             a.queries,
             a.git_commit,
             dict(a.tags),
+            a.kind,
         )
         for a in session.scalars(query)
     )

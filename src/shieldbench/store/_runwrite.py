@@ -69,7 +69,7 @@ def _store_samples(session: Session, run: Run) -> str:
     """Store the run's sample set unless it is there; its digest.
 
     Two streaming passes over the samples, a block at a time: the digest (the sha256
-    of the set's list, as before revision 0004), then, when the set is new, its rows.
+    of the set's list, as before revision 0005), then, when the set is new, its rows.
     Data: only the credentials this process read are masked.
     """
     mask = mask_secrets if has_secrets() else None

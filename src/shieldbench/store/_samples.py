@@ -5,7 +5,7 @@ the list's compact JSON, ``[record,record,...]``, each record the sample's field
 list). The records are encoded, hashed and inserted a block of samples at a time,
 so a run of millions of samples never holds them all as text; reading back
 rebuilds the samples field for field, metadata and messages included. A set stored
-before revision 0004 is one JSON document (``sample_sets.data``) and reads as before.
+before revision 0005 is one JSON document (``sample_sets.data``) and reads as before.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def samples_from_records(records: Sequence[list[Any]]) -> tuple[Sample, ...]:
 
 
 def read_samples(data: bytes) -> tuple[Sample, ...]:
-    """Samples from a set stored as one document (before revision 0004)."""
+    """Samples from a set stored as one document (before revision 0005)."""
     return samples_from_records(json.loads(data.decode("utf-8", "surrogatepass")))
 
 

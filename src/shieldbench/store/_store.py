@@ -222,7 +222,9 @@ class Store(Browsing):
         tags: Mapping[str, str] | None = None,
         git: Git | None = None,
     ) -> bool:
-        """Store an attack result (its ``to_dict()`` form); ``False`` if already stored."""
+        """Store an attack result (its ``to_dict()`` form: a mutator search's
+        ``AttackResult`` or an ``LLMAttackResult``, transcripts and all); ``False`` if
+        already stored."""
         checked = _check_tags(tags)
         try:
             meta, defense, dataset = document["meta"], document["defense"], document["dataset"]
@@ -230,8 +232,10 @@ class Store(Browsing):
             attack_id = str(meta["id"])
             started = datetime.fromisoformat(meta["started"])
             finished = datetime.fromisoformat(meta["finished"])
+            counts = document.get("counts") or {}
             row = AttackRow(
                 attack_id=attack_id,
+                kind=str(document.get("kind") or "shieldbench.attack"),
                 defense_spec=redact(defense["spec"]),
                 defense_name=redact(defense["name"]),
                 dataset_spec=redact(dataset["spec"]),
@@ -241,7 +245,7 @@ class Store(Browsing):
                 recorded=datetime.now(UTC),
                 static_asr=(figures.get("static_asr") or {}).get("value"),
                 adaptive_asr=(figures.get("adaptive_asr") or {}).get("value"),
-                queries=(document.get("counts") or {}).get("queries"),
+                queries=counts.get("queries", counts.get("search_queries")),
                 git_commit=None,
                 git_branch=None,
                 tags=redact_all(checked),

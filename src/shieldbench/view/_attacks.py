@@ -1,7 +1,7 @@
 """Adaptive attacks: rounds, ASR against queries, the mutators that worked, bypasses.
 
-Figures come from the report model (:func:`shieldbench.reports.build_report` over
-the stored :class:`~shieldbench.attacks.AttackResult`), as in the HTML report.
+The pages read the stored record itself (:class:`~shieldbench.attacks.AttackResult`),
+as the HTML report does.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from starlette.responses import HTMLResponse
 
 from shieldbench.attacks import AttackResult
 from shieldbench.errors import StoreError
-from shieldbench.reports import build_report
+from shieldbench.reports import working_mutators
 from shieldbench.view._pages import LruCache, page, store_of
 from shieldbench.view._svg import Series, line_chart
 
@@ -26,17 +26,17 @@ _attacks = LruCache(8)
 
 @router.get("/attacks", response_class=HTMLResponse)
 def attacks(request: Request) -> HTMLResponse:
-    """Every stored adaptive attack, newest first."""
-    return page(request, "attacks.html", attacks=store_of(request).attack_infos())
+    """Every stored mutator-search attack, newest first (LLM-driven attacks are rendered
+    by ``shieldbench report``, not here yet)."""
+    infos = [a for a in store_of(request).attack_infos() if a.kind == "shieldbench.attack"]
+    return page(request, "attacks.html", attacks=infos)
 
 
 def _view(request: Request, attack_id: str) -> Any:
     store = store_of(request)
 
     def build() -> Any:
-        result = AttackResult.from_dict(store.get_attack(attack_id), source=attack_id)
-        section = build_report([], attack=result).attack
-        return None if section is None else section.view
+        return AttackResult.from_dict(store.get_attack(attack_id), source=attack_id)
 
     return _attacks.get((store.url, attack_id), build)
 
@@ -46,15 +46,23 @@ def attack(request: Request, attack_id: str) -> HTMLResponse:
     """One adaptive attack: rounds, ASR against queries, the mutators that worked,
     and every bypass (its original and its mutated text)."""
     view = _view(request, attack_id)
-    curve = [(float(p["queries"]), float(p["asr"] or 0.0)) for p in view.curve]
-    preserving = [(float(p["queries"]), float(p["preserving_asr"] or 0.0)) for p in view.curve]
+    points = view.figures.curve
+    curve = [(float(p.queries), float(p.asr or 0.0)) for p in points]
+    preserving = [(float(p.queries), float(p.preserving_asr or 0.0)) for p in points]
     chart = line_chart(
         [Series("ASR", curve), Series("payload-preserving ASR", preserving)],
         title="attack success rate against queries",
         x_label="queries",
         y_label="ASR",
     )
-    return page(request, "attack.html", view=view, chart=chart, attack_id=attack_id)
+    return page(
+        request,
+        "attack.html",
+        view=view,
+        chart=chart,
+        attack_id=attack_id,
+        worked=working_mutators(view),
+    )
 
 
 @router.get("/attacks/{attack_id}/bypasses/{index}", response_class=HTMLResponse)

@@ -2,21 +2,24 @@
 
 A plain SVG string (no plotting dependency): one step line per LLM strategy
 (goal-preserving ASR) with its Wilson 95% interval as a shaded band, and, when
-given, the mutator search's payload-preserving ASR (its own intervals, computed
-here from its counts) as a dashed line. The x axis is defense queries, static
+an attack carries one (``comparison``), the mutator search's payload-preserving ASR
+at the same number of queries (its own intervals, computed here from its counts) as
+a dashed line. The x axis is defense queries, static
 pass excluded; the y axis ASR from 0 to 100%.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from html import escape
+from typing import TYPE_CHECKING
 
-from shieldbench.attacks._llm_attack import LLMAttackResult
-from shieldbench.attacks._result import AttackResult
 from shieldbench.metrics import rate
 
-__all__ = ["asr_plot_svg"]
+if TYPE_CHECKING:
+    from shieldbench.attacks import AttackResult, LLMAttackResult
+
+__all__ = ["llm_asr_svg"]
 
 _W, _H, _L, _B, _T, _R = 640, 360, 56, 40, 24, 150
 _COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e")
@@ -59,13 +62,12 @@ def _xy(x: float, y: float) -> str:
     return f"{_L + x:.1f},{_T + (1 - y) * (_H - _T - _B):.1f}"
 
 
-def asr_plot_svg(
-    results: Sequence[LLMAttackResult], *, mutator: Mapping[str, AttackResult] | None = None
-) -> str:
+def llm_asr_svg(results: Sequence[LLMAttackResult]) -> str:
     """The plot (see the module docstring) as an SVG document."""
     series: list[tuple[str, Series, bool]] = [(r.strategy, _llm_series(r), False) for r in results]
-    for name, m in (mutator or {}).items():
-        series.append((f"mutators @ {name} budget", _mutator_series(m), True))
+    for r in results:
+        if r.comparison is not None:
+            series.append((f"mutators @ {r.strategy} budget", _mutator_series(r.comparison), True))
     top = max((p[0] for _, pts, _ in series for p in pts), default=0) or 1
     sx = (_W - _L - _R) / top
     parts = [

@@ -8,8 +8,8 @@ list, the same text it had in the document), written and read a block at a time.
 read as before, new sets leave it NULL. The digest is unchanged (the sha256 of the
 same list), so a run over samples stored before shares their set.
 
-Revision ID: 0004_sample_rows
-Revises: 0003
+Revision ID: 0005
+Revises: 0004 (the attack kind)
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0004_sample_rows"
-down_revision: str | None = "0003"
+revision = "0005"
+down_revision: str | None = "0004"
 branch_labels: tuple[str, ...] | None = None
 depends_on: str | None = None
 
