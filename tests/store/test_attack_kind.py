@@ -51,8 +51,9 @@ def test_a_history_from_before_the_kind_column_upgrades_and_reads_as_mutator_sea
     doc = _mutator_attack()
     with open_store(str(path)) as store:
         store.add_attack(doc)
-    with sqlite3.connect(path) as conn:  # the table as revision 0003 left it
+    with sqlite3.connect(path) as conn:  # the tables as revision 0003 left them
         conn.execute("ALTER TABLE attacks DROP COLUMN kind")
+        conn.execute("DROP TABLE sample_rows")  # revision 0005, after this one
         conn.execute("UPDATE alembic_version SET version_num = '0003'")
     conn.close()
     with open_store(str(path)) as store:
