@@ -212,7 +212,7 @@ def _section(
         target_fpr=settings.target_fpr,
     )
     chosen: ErrorPolicy = summary.settings.policy  # type: ignore[assignment]
-    blocked = [effective_blocked(o, chosen) for o in run.outcomes]
+    blocked = (effective_blocked(o, chosen) for o in run.outcomes)  # one pass, not a list
     return RunSection(
         label=label,
         run_id=run.id,

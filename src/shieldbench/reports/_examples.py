@@ -24,7 +24,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import zip_longest
 
 from shieldbench.metrics import GroupRates, RunSummary
@@ -57,19 +57,28 @@ def _example(
     )
 
 
-def _keep(
-    by_category: dict[str, list[tuple[float, int, Example]]],
-    category: str,
-    limit: int,
-    item: tuple[float, int, Example],
-) -> None:
-    """Add a candidate example, keeping only the best ``limit`` per category (plus slack):
-    a run with a million bypasses holds a few examples, not a million."""
-    bucket = by_category.setdefault(category, [])
-    bucket.append(item)
-    if len(bucket) > 2 * limit + 16:
-        bucket.sort()
-        del bucket[limit:]
+class _Best:
+    """The best ``limit`` candidates per category (lowest ``(key, index)``), kept while
+    streaming: a run with a million bypasses holds a few examples, not a million, and
+    builds an :class:`Example` only for a candidate that can still be kept."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.by_category: dict[str, list[tuple[float, int, Example]]] = {}
+        self._bar: dict[str, tuple[float, int]] = {}  # the worst kept, once pruned
+
+    def wants(self, category: str, key: float, index: int) -> bool:
+        bar = self._bar.get(category)
+        return bar is None or (key, index) < bar
+
+    def add(self, category: str, item: tuple[float, int, Example]) -> None:
+        bucket = self.by_category.setdefault(category, [])
+        bucket.append(item)
+        if len(bucket) > 2 * self.limit + 16:
+            bucket.sort(key=lambda t: (t[0], t[1]))
+            del bucket[self.limit :]
+            if bucket:
+                self._bar[category] = (bucket[-1][0], bucket[-1][1])
 
 
 def _interleave(
@@ -77,7 +86,10 @@ def _interleave(
     order: Sequence[str],
     per_category: int,
 ) -> tuple[Example, ...]:
-    columns = [[e for _, _, e in sorted(by_category[c])[:per_category]] for c in order]
+    columns = [
+        [e for _, _, e in sorted(by_category[c], key=lambda t: (t[0], t[1]))[:per_category]]
+        for c in order
+    ]
     return tuple(e for row in zip_longest(*columns) for e in row if e is not None)
 
 
@@ -95,7 +107,7 @@ def worst_case(
     run: Run,
     label: str,
     summary: RunSummary,
-    blocked: Sequence[bool | None],
+    blocked: Iterable[bool | None],
     *,
     examples: int,
     text_limit: int,
@@ -103,23 +115,25 @@ def worst_case(
     """Worst categories and up to ``examples`` examples per category and kind.
 
     ``blocked`` is each outcome's decision under the summary's error policy
-    (``None`` = excluded, never an example).
+    (``None`` = excluded, never an example), in outcome order; it is read once, so a
+    generator keeps a huge run from holding a list of them.
     """
-    bypasses: dict[str, list[tuple[float, int, Example]]] = {}
-    false_pos: dict[str, list[tuple[float, int, Example]]] = {}
+    bypasses, false_pos = _Best(examples), _Best(examples)
     n_bypasses = n_false_pos = 0
     for i, (sample, outcome, b) in enumerate(zip(run.samples, run.outcomes, blocked, strict=True)):
         score = None if outcome.verdict is None else outcome.verdict.score
         if sample.is_attack and b is False:
             n_bypasses += 1
             key = math.inf if score is None else score
-            item = (key, i, _example("bypass", label, sample, outcome, text_limit))
-            _keep(bypasses, sample.category, examples, item)
+            if bypasses.wants(sample.category, key, i):
+                example = _example("bypass", label, sample, outcome, text_limit)
+                bypasses.add(sample.category, (key, i, example))
         elif not sample.is_attack and b is True:
             n_false_pos += 1
             key = math.inf if score is None else -score
-            item = (key, i, _example("false_positive", label, sample, outcome, text_limit))
-            _keep(false_pos, sample.category, examples, item)
+            if false_pos.wants(sample.category, key, i):
+                example = _example("false_positive", label, sample, outcome, text_limit)
+                false_pos.add(sample.category, (key, i, example))
     groups = summary.breakdowns.by.get("category", ())
     failing = [
         g
@@ -132,10 +146,14 @@ def worst_case(
     return WorstCase(
         worst_categories=tuple(failing[:WORST_CATEGORIES]),
         bypasses=_interleave(
-            bypasses, _category_order(groups, set(bypasses), attacks=True), examples
+            bypasses.by_category,
+            _category_order(groups, set(bypasses.by_category), attacks=True),
+            examples,
         ),
         false_positives=_interleave(
-            false_pos, _category_order(groups, set(false_pos), attacks=False), examples
+            false_pos.by_category,
+            _category_order(groups, set(false_pos.by_category), attacks=False),
+            examples,
         ),
         n_bypasses=n_bypasses,
         n_false_positives=n_false_pos,
