@@ -1,4 +1,4 @@
-"""``benchmarks/shieldguard_eval.py --tables``: the per-source tables of the docs from a saved report.
+"""``benchmarks/shieldguard_eval.py --tables``: the docs' per-source tables from a saved report.
 
 The script's models are not needed to print a saved report, so this runs everywhere; the
 figures are checked against counts done by hand on a tiny report.

@@ -107,12 +107,14 @@ def test_every_old_readme_heading_has_a_page_that_holds_it() -> None:
     the map, its page exists, and the page holds the heading's text (the section moved
     whole) or, for the two sections the home page rewrote, is the home page."""
     old = OLD_HEADINGS.read_text(encoding="utf-8").splitlines()
-    assert len(old) == 43 and old[0] == "# shieldbench"
+    assert len(old) == 43
+    assert old[0] == "# shieldbench"
     mapped = readme_map()
     assert [h for h in old if h not in mapped] == []
     for heading, page in mapped.items():
         assert heading in old, f"the map names a heading the old README lacks: {heading}"
-        assert page.is_file() and page.is_relative_to(ROOT / "docs"), (heading, page)
+        assert page.is_file(), (heading, page)
+        assert page.is_relative_to(ROOT / "docs"), (heading, page)
         text = heading.lstrip("#").strip()
         holds = any(
             line.lstrip("#").strip() == text for line in page.read_text("utf-8").splitlines()
