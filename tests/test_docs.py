@@ -87,3 +87,71 @@ def test_the_cli_reference_lists_every_command_and_option() -> None:
                     assert f"`{opt}" in text or f", {opt}" in text, (path, opt)
     assert "`fail_closed`" in text  # defaults bare, as in --help
     assert "<list[" not in text
+
+
+# --- The old README's sections all have a home (issue 33) -------------------------------
+
+README_MAP = ROOT / "docs" / "development" / "readme-map.md"
+OLD_HEADINGS = ROOT / "tests" / "readme_headings_b9474d3.txt"
+_MAP_ROW = re.compile(r"^\| `` (?P<heading>.+?) `` \| \[[^\]]*\]\((?P<link>[^)#]+)(#[^)]*)?\) \|$")
+
+
+def readme_map() -> dict[str, Path]:
+    """Each old heading in the map, with the docs page its row links to."""
+    rows = (_MAP_ROW.match(line) for line in README_MAP.read_text(encoding="utf-8").splitlines())
+    return {m["heading"]: (README_MAP.parent / m["link"]).resolve() for m in rows if m}
+
+
+def test_every_old_readme_heading_has_a_page_that_holds_it() -> None:
+    """Every ``#``..``#####`` heading of the README at b9474d3 (outside code blocks) is in
+    the map, its page exists, and the page holds the heading's text (the section moved
+    whole) or, for the two sections the home page rewrote, is the home page."""
+    old = OLD_HEADINGS.read_text(encoding="utf-8").splitlines()
+    assert len(old) == 43
+    assert old[0] == "# shieldbench"
+    mapped = readme_map()
+    assert [h for h in old if h not in mapped] == []
+    for heading, page in mapped.items():
+        assert heading in old, f"the map names a heading the old README lacks: {heading}"
+        assert page.is_file(), (heading, page)
+        assert page.is_relative_to(ROOT / "docs"), (heading, page)
+        text = heading.lstrip("#").strip()
+        holds = any(
+            line.lstrip("#").strip() == text for line in page.read_text("utf-8").splitlines()
+        )
+        assert holds or page == ROOT / "docs" / "index.md", (heading, page)
+
+
+def test_the_map_row_pattern_is_strict() -> None:
+    """The row pattern is strict enough that a missing or mistyped row is noticed."""
+    assert _MAP_ROW.match("| `` ## Datasets `` | [guides/datasets.md](../guides/datasets.md) |")
+    assert not _MAP_ROW.match("| ## Datasets | guides/datasets.md |")
+    assert "## No such section" not in readme_map()
+
+
+def test_the_readme_is_a_landing_page() -> None:
+    """At most ~200 lines; the two commands, a data line, a defense, the service, links."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 200
+    for needle in (
+        "make demo",
+        "make test",
+        '"label": "attack"',
+        "def check(self, text: str)",
+        "shieldbench serve",
+        "(docs/getting-started.md)",
+        "(docs/reference/cli.md)",
+    ):
+        assert needle in text, needle  # fmt: skip
+    for link in re.findall(r"\]\((docs/[^)#]+)", text):
+        assert (ROOT / link).is_file(), link
+
+
+def test_pages_include_their_benchmark_results_rather_than_copies() -> None:
+    """Each results file a page names under benchmarks/results/ exists, and each include
+    (``--8<--``) points at a file that exists (mkdocs --strict checks it too)."""
+    for page in (ROOT / "docs").rglob("*.md"):
+        for path in re.findall(r'--8<-- "([^"]+)"', page.read_text(encoding="utf-8")):
+            assert (ROOT / path).is_file(), (page, path)
+    benchmarks = (ROOT / "docs" / "development" / "benchmarks.md").read_text("utf-8")
+    assert '--8<-- "benchmarks/results/startup.txt"' in benchmarks

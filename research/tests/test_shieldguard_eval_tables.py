@@ -1,4 +1,4 @@
-"""``research/shieldguard_eval.py --tables``: the README's per-source tables from a saved report.
+"""``research/shieldguard_eval.py --tables``: the docs' per-source tables from a saved report.
 
 The script's models are not needed to print a saved report, so this runs everywhere; the
 figures are checked against counts done by hand on a tiny report.
@@ -119,13 +119,17 @@ def test_summary_lists_single_source_folds_only(
     assert capsys.readouterr().out.splitlines()[2].endswith("n=1 | — |")
 
 
-def test_readme_single_source_table_is_the_saved_report(capsys: pytest.CaptureFixture[str]) -> None:
-    """The README's single-source details table is printed from the report kept in the repo."""
+def test_the_single_source_table_in_the_docs_is_the_saved_report(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The single-source details table (docs/research/leave-one-source-out.md, once in the
+    README) is printed from the report kept in the repo."""
     root = ROOT
     saved = root / "research" / "results" / "shieldguard_loso_single.json"
     assert script.main(["--tables", str(saved), "--summary"]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert len(printed) == 2 + 16  # header, rule, a row per source and label (16)
-    readme = (root / "README.md").read_text(encoding="utf-8").splitlines()
-    missing = [line for line in printed if line not in readme]
-    assert not missing, f"README lacks these rows of {saved.name}: {missing}"
+    page = root / "docs" / "research" / "leave-one-source-out.md"
+    lines = page.read_text(encoding="utf-8").splitlines()
+    missing = [line for line in printed if line not in lines]
+    assert not missing, f"{page.name} lacks these rows of {saved.name}: {missing}"

@@ -22,6 +22,7 @@ from shieldbench.metrics import (
     roc_curve,
     score_arrays,
 )
+from shieldbench.metrics._curves import _average_ranks
 from shieldbench.metrics._precision import average_precision_vectorized
 from shieldbench.metrics._testing import make_run
 
@@ -231,3 +232,21 @@ def test_runs_without_scores() -> None:
     with pytest.raises(StatisticsError, match="without a score"):
         score_arrays(run)
     assert not has_scores(make_run([("a", True, None)]))
+
+
+@given(
+    st.lists(
+        st.lists(st.integers(0, 5) | st.floats(-3, 3, allow_nan=False), min_size=1, max_size=40),
+        min_size=1,
+        max_size=3,
+    ).filter(lambda rows: len({len(r) for r in rows}) == 1),
+    st.booleans(),
+)
+@settings(max_examples=200, deadline=None)
+def test_average_ranks_are_scipy_rankdata(rows: list[list[float]], with_nan: bool) -> None:
+    """DeLong's ranks (numpy only, so a run need not import scipy.stats) are
+    scipy.stats.rankdata's along each row: ties averaged, a NaN row all NaN."""
+    a = np.array(rows, dtype=float)
+    if with_nan:
+        a[0, 0] = np.nan
+    assert np.array_equal(_average_ranks(a), stats.rankdata(a, axis=1), equal_nan=True)

@@ -192,6 +192,24 @@ def test_quantile_interval_matches_scipy_quantile_test() -> None:
         assert est.ci_low <= est.value <= est.ci_high  # type: ignore[operator]
 
 
+@given(
+    n=st.integers(2, 2_000),
+    q=st.sampled_from([0.01, 0.1, 0.5, 0.9, 0.95, 0.99, 0.999]),
+    confidence=st.sampled_from([0.5, 0.8, 0.9, 0.95, 0.99, 0.999999]),
+)
+@settings(max_examples=300, deadline=None)
+def test_quantile_interval_matches_scipy_at_every_size_and_level(
+    n: int, q: float, confidence: float
+) -> None:
+    """The order statistics come from scipy.special's binomial functions (no
+    scipy.stats import); they pick exactly scipy.stats.quantile_test's, bound or none."""
+    x = np.arange(float(n))  # distinct values: each index is its own value
+    est = quantile_interval(x, q, confidence=confidence)
+    ci = stats.quantile_test(x, q=float(np.quantile(x, q)), p=q).confidence_interval(confidence)
+    assert est.ci_low == (None if math.isnan(ci.low) else float(ci.low))
+    assert est.ci_high == (None if math.isnan(ci.high) else float(ci.high))
+
+
 def test_quantile_interval_order_statistics_by_hand() -> None:
     # 1..100, median: the 95% order-statistic interval is [x_(40), x_(61)].
     est = quantile_interval(np.arange(1.0, 101.0), 0.5)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import xml.etree.ElementTree as ET
+from typing import Any
 
 import pytest
 
@@ -100,3 +101,47 @@ def test_short_log_latency_axis_labels_more_than_one_tick() -> None:
     assert "10" in numbers
     assert len(numbers) >= 3, numbers  # minor ticks (5, 20, 50) labelled too
     assert not [t for t in _texts(svg) if "$" in t or "mathdefault" in t]
+
+
+def test_small_multiples_fixed_margins_keep_every_label_inside_the_figure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The plane's small multiples skip constrained layout (fixed ``Margins``, the bulk
+    of a small run's chart time); with long labels (32-character category titles, as
+    long as the chart lets them be, 100% ticks, axis labels) nothing leaves the figure,
+    and the panels do not overlap."""
+    from shieldbench.reports import _chart_svg, _plane_charts
+
+    wide = "output_manipulation_content_steering_"  # cut to 32 characters by the chart
+    rows = [(f"{wide}{c}", True, c % 2 == 0, 0.9) for c in range(6) for _ in range(3)]
+    rows += [(f"{wide}{c}", False, c == 0, 0.1) for c in range(6) for _ in range(3)]
+    report = build_report([make_run(rows), make_run(rows, run_id="b", spec="other")])
+    group = report.groups[0]
+    seen: list[Any] = []
+    real = _chart_svg.render_svg
+
+    def spy(name: str, size: tuple[float, float], draw: Any, **kw: Any) -> str:
+        def keep(fig: Any) -> None:
+            draw(fig)
+            seen.append(fig)
+
+        return real(name, size, keep, **kw)
+
+    monkeypatch.setattr(_plane_charts, "render_svg", spy)
+    svg = _plane_charts.plane_multiples(group.planes[1:], group.runs)
+    assert svg is not None
+    assert len(seen) == 1
+    fig = seen[0]
+    assert fig.get_layout_engine() is None  # no constrained layout
+    renderer = fig.canvas.get_renderer()
+    inside = fig.bbox.padded(1.0)  # one pixel of rounding
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(axes) == 6
+    for ax in axes:
+        box = ax.get_tightbbox(renderer)
+        assert inside.contains(box.x0, box.y0), ax.get_title(loc="left")
+        assert inside.contains(box.x1, box.y1), ax.get_title(loc="left")
+    boxes = [ax.get_tightbbox(renderer) for ax in axes]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            assert not a.overlaps(b)

@@ -163,9 +163,9 @@ def embedding_lr(
 def shieldguard(ctx: typer.Context) -> None:
     """Retrain shieldguard (fine-tune, 8-bit ONNX, calibrate, card) from a source checkout.
 
-    Usage: shieldbench train shieldguard OUT [--fold NAME] [--steps N] [--device cuda]
-    [--data-dir DIR] ..., or shieldbench train shieldguard --prepare FILE to only
-    assemble the training data. Run it with --help for every option. It needs
+    Usage: `shieldbench train shieldguard OUT --fold NAME --steps N --device cuda
+    --data-dir DIR ...` (every option optional but OUT), or `shieldbench train
+    shieldguard --prepare FILE` to only assemble the training data. Run it with --help for every option. It needs
     pip install 'shieldbench[shieldguard-train]' and the written data banks of
     train/data/shieldguard/ (or --data-dir).
     """

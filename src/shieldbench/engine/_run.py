@@ -61,8 +61,16 @@ def _check_run_id(run_id: str) -> str:
 
 @functools.cache
 def _distribution_version(module: str) -> str | None:
-    """``"dist version"`` of the installed distribution providing top-level ``module``."""
-    names = metadata.packages_distributions().get(module) or [module]
+    """``"dist version"`` of the installed distribution providing top-level ``module``.
+
+    A distribution named like its module (``shieldbench``, most packages) is read
+    directly; only otherwise is every installed distribution's file list read
+    (``packages_distributions``, about a second with a large environment)."""
+    try:
+        return f"{module} {metadata.version(module)}"
+    except metadata.PackageNotFoundError:
+        pass
+    names = metadata.packages_distributions().get(module) or []
     for name in names:
         try:
             return f"{name} {metadata.version(name)}"

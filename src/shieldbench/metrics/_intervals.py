@@ -79,9 +79,11 @@ def z_value(confidence: float) -> float:
 
 @functools.lru_cache(maxsize=64)
 def _z_cached(confidence: float) -> float:
-    from scipy import stats  # heavy: imported on first use, not with the package
+    # scipy.special, not scipy.stats: the same function (``norm.isf(q)`` is
+    # ``-ndtri(q)``) without importing every distribution scipy.stats defines.
+    from scipy import special  # heavy: imported on first use, not with the package
 
-    return float(stats.norm.isf((1.0 - confidence) / 2.0))
+    return float(-special.ndtri((1.0 - confidence) / 2.0))
 
 
 def _whole(x: object) -> bool:
@@ -318,12 +320,40 @@ def quantile_interval(values: npt.ArrayLike, q: float, *, confidence: float = 0.
     point = float(np.quantile(x, q))
     if x.size == 1:
         return Estimate(point, None, None, method, confidence, 1)
-    from scipy import stats
-
-    ci = stats.quantile_test(x, q=point, p=q).confidence_interval(confidence_level=confidence)
-    low = _finite_or_none(float(ci.low))
-    high = _finite_or_none(float(ci.high))
+    low_index, high_index = _order_statistic_indices(int(x.size), q, (1.0 - confidence) / 2.0)
+    x = np.sort(x)
+    low = _finite_or_none(float(x[low_index])) if low_index >= 0 else None
+    high = _finite_or_none(float(x[high_index])) if high_index < x.size else None
     return Estimate(point, low, high, method, confidence, int(x.size))
+
+
+def _order_statistic_indices(n: int, q: float, tail: float) -> tuple[int, int]:
+    """The 0-based indices, in the sorted values, of the two-sided order-statistic
+    interval of the ``q``-quantile: those of :func:`scipy.stats.quantile_test`'s
+    ``confidence_interval``, ``binom(n, q).ppf(tail) - 1`` and ``binom(n, q).isf(tail)``
+    (the smallest ``k`` with ``cdf(k) >= tail``, and with ``sf(k) <= tail``). They come
+    from the binomial distribution functions of :mod:`scipy.special` rather than from
+    scipy.stats, whose import alone costs a second of start-up. A low index of -1 or a
+    high index of ``n`` means no bound on that side.
+
+    Only the counts within ten standard deviations of ``n * q`` are evaluated (a
+    million-value sample stays cheap); when the window's edges do not bracket both
+    answers (tiny samples, extreme ``tail``), every count is.
+    """
+    from scipy import special  # heavy: imported on first use, not with the package
+
+    spread = 10.0 * math.sqrt(n * q * (1.0 - q)) + 2.0
+    first, last = max(0, math.floor(n * q - spread)), min(n, math.ceil(n * q + spread))
+    if (first > 0 and special.bdtr(first - 1, n, q) >= tail) or (
+        last < n and special.bdtrc(last, n, q) > tail
+    ):
+        first, last = 0, n
+    k = np.arange(first, last + 1, dtype=float)
+    cdf_ok = special.bdtr(k, n, q) >= tail
+    sf_ok = special.bdtrc(k, n, q) <= tail
+    ppf = first + int(np.argmax(cdf_ok)) if cdf_ok.any() else n
+    isf = first + int(np.argmax(sf_ok)) if sf_ok.any() else n
+    return ppf - 1, isf
 
 
 def quantile_bound_n(q: float, side: Literal["low", "high"], *, confidence: float = 0.95) -> int:

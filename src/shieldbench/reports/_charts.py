@@ -1,40 +1,39 @@
 """Charts for the HTML report: matplotlib figures rendered offline to inline SVG.
 
-Every chart is drawn on its own :class:`~matplotlib.figure.Figure` with an Agg
-canvas (no pyplot, no global backend switch, safe in threads) and saved as SVG
-text that the HTML embeds directly: no network, no image files.
-
-- Deterministic: a fixed ``svg.hashsalt`` per chart and no date in the metadata;
-  the same report gives byte-identical SVG. Element ids are prefixed with the
-  chart's name, so the charts of one page never share an id.
-- Hostile labels: category names and defense specs come from data. Mathtext is
-  off (``text.parse_math``), so ``$`` is a dollar sign; control characters are
-  dropped and labels cut to 48 characters; text is written as SVG ``<text>``
-  (``svg.fonttype: none``), which matplotlib XML-escapes. :func:`clean_svg`
-  keeps only the ``<svg>`` element and refuses any script or foreign object.
+One function per chart; each returns the chart's SVG text, or ``None`` when the
+report has nothing to draw. How a chart becomes safe, deterministic SVG (and why
+matplotlib is imported only on the first chart) is :mod:`._chart_svg`, whose names
+are re-exported here.
 """
 
 from __future__ import annotations
 
-import io
 import math
-import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from shieldbench.errors import ShieldbenchError
 from shieldbench.metrics import Rate
+from shieldbench.reports._chart_svg import (
+    MAX_ROWS,
+    PALETTE,
+    Margins,
+    clean_svg,
+    label,
+    percent_formatter,
+    render_svg,
+)
 from shieldbench.reports._model import RunSection
 from shieldbench.reports._ticks import plain_log_xaxis
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-    from matplotlib.ticker import PercentFormatter
 
 __all__ = [
+    "MAX_ROWS",
     "PALETTE",
+    "Margins",
     "category_chart",
     "clean_svg",
     "fpr_chart",
@@ -47,77 +46,6 @@ __all__ = [
     "roc_chart",
     "tradeoff_chart",
 ]
-
-# Okabe & Ito's colour-blind-safe palette.
-PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
-_RC: dict[str, Any] = {
-    "svg.fonttype": "none",
-    "text.parse_math": False,
-    "font.family": "sans-serif",
-    "font.size": 9,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.grid": True,
-    "grid.alpha": 0.3,
-    "legend.frameon": False,
-}
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-_PROLOG = re.compile(r"^.*?(?=<svg\b)", re.S)
-_METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.S)
-_FORBIDDEN = re.compile(r"<\s*(script|foreignObject|iframe|object|embed)\b", re.I)
-MAX_ROWS = 40
-
-
-def label(text: str, limit: int = 48) -> str:
-    """A chart label: control characters removed, whitespace collapsed, cut to ``limit``."""
-    text = " ".join(_CONTROL.sub(" ", text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def clean_svg(svg: str) -> str:
-    """The ``<svg>`` element alone (no XML prolog, DOCTYPE or metadata), checked to
-    hold no script; :class:`ShieldbenchError` otherwise (a bug, never data)."""
-    svg = _METADATA.sub("", _PROLOG.sub("", svg, count=1)).strip()
-    if not svg.startswith("<svg") or _FORBIDDEN.search(svg):
-        raise ShieldbenchError("chart rendering produced unexpected SVG content")
-    return svg
-
-
-def _namespace_ids(svg: str, prefix: str) -> str:
-    """Prefix every element id and every reference to one, so that several charts in
-    one page never share an id (matplotlib numbers ``figure_1``, ``axes_1``... anew in
-    each figure)."""
-    svg = re.sub(r'\bid="', f'id="{prefix}-', svg)
-    svg = re.sub(r"url\(#", f"url(#{prefix}-", svg)
-    return re.sub(r'(xlink:href|href)="#', rf'\1="#{prefix}-', svg)
-
-
-def render_svg(name: str, size: tuple[float, float], draw: Callable[[Figure], None]) -> str:
-    """Draw a chart with ``draw(figure)`` and return its cleaned SVG (see module doc);
-    ``name`` must be unique in the page: it salts and prefixes the SVG's ids.
-
-    matplotlib is imported here, on the first chart, not with the package: it costs
-    more than half a second, and only the HTML renderer draws."""
-    import matplotlib
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    rc: Any = {**_RC, "svg.hashsalt": f"shieldbench:{name}"}
-    with matplotlib.rc_context(rc):
-        fig = Figure(figsize=size, layout="constrained")
-        FigureCanvasAgg(fig)
-        draw(fig)
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None})
-    prefix = "chart-" + re.sub(r"[^A-Za-z0-9_-]", "-", name)
-    return clean_svg(_namespace_ids(buf.getvalue(), prefix))
-
-
-def percent_formatter() -> PercentFormatter:
-    """Axis ticks as percentages of 1.0 (call it inside a ``draw`` function)."""
-    from matplotlib.ticker import PercentFormatter
-
-    return PercentFormatter(1.0)
 
 
 def _errors(rates: Sequence[Rate]) -> np.ndarray:
