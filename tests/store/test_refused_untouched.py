@@ -99,11 +99,19 @@ def _history_with_data(path: Path) -> int:
     return pages
 
 
+class _History(tuple[bytes, int]):
+    """The history file's bytes and page count, with a short repr: hypothesis prints the
+    test's arguments on failure, and half a megabyte of bytes would hide the example."""
+
+    def __repr__(self) -> str:
+        return f"<history: {len(self[0])} bytes, {self[1]} pages>"
+
+
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, int]:
     path = tmp_path_factory.mktemp("hist") / "h.db"
     pages = _history_with_data(path)
-    return path.read_bytes(), pages
+    return _History((path.read_bytes(), pages))
 
 
 def _damage(data: bytes, page: int, size: int = 4096) -> bytes:

@@ -209,6 +209,10 @@ def _open_reader(url: URL, where: str, busy_timeout_s: float) -> StoreEngine:
     except exc.DBAPIError as error:
         engine.dispose()
         raise StoreError(f"{where}: cannot open the history database: {_reason(error)}") from None
+    except sqlite3.DatabaseError as error:  # raised raw by a damaged file on connect
+        engine.dispose()
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise StoreError(f"{where}: cannot open the history database: {reason}") from None
     except BaseException:
         engine.dispose()
         raise
@@ -309,6 +313,10 @@ def open_engine(
         if created:
             Path(str(url.database)).unlink(missing_ok=True)
         raise StoreError(f"{where}: cannot open the history database: {_reason(error)}") from None
+    except sqlite3.DatabaseError as error:  # raised raw by a damaged file on connect
+        engine.dispose()
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise StoreError(f"{where}: cannot open the history database: {reason}") from None
     except BaseException:
         engine.dispose()
         raise
