@@ -15,6 +15,11 @@ pytest_plugins = ["tests._postgres", "tests._webhook"]
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# pytest-xdist's workers inherit COLUMNS=80 / LINES=24 from execnet; rich honours them,
+# so piped command output would wrap at 80 columns in a worker and not in a serial run.
+# Tests that need a width set it themselves (tests/hardening/test_terminal.py).
+for _size in ("COLUMNS", "LINES"):
+    os.environ.pop(_size, None)
 
 SHARED_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 

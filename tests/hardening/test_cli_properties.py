@@ -128,7 +128,7 @@ COMMANDS: dict[str, Build] = {
         "--mutators", d.draw(st.one_of(specs, st.just("base64"))),
     ],
     "check": lambda d, b: ["check", d.draw(st.text(max_size=40)), "-d", d.draw(specs)],
-    "train": lambda d, b: ["train", "-d", _dataset(d, b), "--out", _out_path(d, b),
+    "train": lambda d, b: ["train", "embedding-lr", "-d", _dataset(d, b), "--out", _out_path(d, b),
                            "--holdout", d.draw(numbers)],
     "datasets show": lambda d, b: ["datasets", "show", _dataset(d, b), "--margin", d.draw(numbers)],
     "datasets validate": lambda d, b: ["datasets", "validate", str(b.data),
