@@ -234,12 +234,24 @@ def test_prometheus_metrics(server: Server) -> None:
 
 
 def test_audit_verify_passes_then_names_tampered_record(server: Server) -> None:
+    import sqlalchemy as sa
+
+    # Decisions of its own, stored before verifying: under pytest-xdist this module's
+    # other tests may run in another worker, against another server.
+    with server.client(headers=AUTH) as c:
+        for text in (ATTACK, "How do I bake bread?", "What is the capital of France?"):
+            assert c.post("/v1/check", json={"text": text}).status_code == 200
+    engine = sa.create_engine(server.db)
+
+    def stored() -> bool:
+        with engine.connect() as conn:
+            query = sa.text("SELECT count(*) FROM guard_audit WHERE seq = 2")
+            return bool(conn.execute(query).scalar_one())
+
+    assert eventually(stored), "the server's second decision never reached the store"
     ok = cli("audit", "verify", "--db", server.db)
     assert ok.returncode == 0, ok.stderr
     assert "chain intact" in ok.stdout
-    import sqlalchemy as sa
-
-    engine = sa.create_engine(server.db)
     with engine.begin() as conn:
         seq, body = conn.execute(sa.text("SELECT seq, body FROM guard_audit WHERE seq = 2")).one()
         conn.execute(
