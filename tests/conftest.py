@@ -72,7 +72,9 @@ def _history_db(monkeypatch: pytest.MonkeyPatch, _session_history: Path) -> None
 # cluster (free loopback port, databases named after the worker's pid) and journal
 # state folder; ports are always ``0`` or probed free. Ray is the exception: each
 # local cluster claims fixed agent ports and both cores, so every Ray test joins one
-# ``xdist_group`` and runs in a single worker, one after another.
+# ``xdist_group`` and runs in a single worker, one after another. Every other test is
+# grouped by its file, so a module-scoped server is started once and a module's tests
+# run in the order they were written, in one worker, as in a serial run.
 
 _POSTGRES_FIXTURES = frozenset({"postgres_server", "postgres_url"})
 _RAY_FIXTURES = frozenset({"ray_cluster", "two_nodes"})
@@ -90,6 +92,8 @@ def _lane_markers(item: pytest.Item) -> list[pytest.MarkDecorator]:
         marks.append(pytest.mark.postgres)
     if fixtures & _RAY_FIXTURES or item.path.name.startswith("test_ray_"):
         marks += [pytest.mark.ray, pytest.mark.xdist_group("ray")]
+    elif item.get_closest_marker("xdist_group") is None:
+        marks.append(pytest.mark.xdist_group(f"file:{item.path}"))
     if "chromium" in fixtures:
         marks.append(pytest.mark.browser)
     return marks
