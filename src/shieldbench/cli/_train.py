@@ -165,9 +165,9 @@ def shieldguard(ctx: typer.Context) -> None:
 
     Usage: `shieldbench train shieldguard OUT --fold NAME --steps N --device cuda
     --data-dir DIR ...` (every option optional but OUT), or `shieldbench train
-    shieldguard --prepare FILE` to only assemble the training data. Run it with --help for every option. It needs
-    pip install 'shieldbench[shieldguard-train]' and the written data banks of
-    train/data/shieldguard/ (or --data-dir).
+    shieldguard --prepare FILE` to only assemble the training data. Run it with --help
+    for every option. It needs pip install 'shieldbench[shieldguard-train]' and the
+    written data banks of train/data/shieldguard/ (or --data-dir).
     """
     from shieldbench.train.shieldguard import main
 

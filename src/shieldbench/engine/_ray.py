@@ -188,9 +188,16 @@ class RayExecutor:
                 )
             else:
                 loopback = is_loopback_address(self.address)
+                # a driver joining a cluster on this host stays on loopback too
+                node = {"_node_ip_address": "127.0.0.1"} if loopback else {}
                 try:
                     with keep_loopback() if loopback else contextlib.nullcontext():
-                        ray.init(address=self.address, log_to_driver=False, configure_logging=False)
+                        ray.init(
+                            address=self.address,
+                            log_to_driver=False,
+                            configure_logging=False,
+                            **node,
+                        )
                 except (ConnectionError, RuntimeError, ValueError) as exc:
                     raise RunError(
                         f"cannot connect to the Ray cluster at {self.address}: {exc}"
