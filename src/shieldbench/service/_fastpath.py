@@ -60,11 +60,14 @@ class Answered:
 
 #: ``parse(body)``: the request item, or ``None`` when the body is not one.
 Parse = Callable[[bytes], Any]
-#: ``answer(item, scope)``: the answer, or ``None`` to let the application answer.
-Answer = Callable[[Any, Scope], Awaitable[Answered | None]]
-#: ``admit(scope)``: whether the fast path may read the body (the API key is valid and
-#: the service ready); else the application answers (401, 503) without it being read.
-Admit = Callable[[Scope], bool]
+#: ``answer(item, admitted)``: the answer, or ``None`` to let the application answer;
+#: ``admitted`` is what ``admit`` returned for the request.
+Answer = Callable[[Any, Any], Awaitable[Answered | None]]
+#: ``admit(scope)``: what the answer needs (the service) when the fast path may read the
+#: body (the API key is valid and the service ready); else ``None``, and the application
+#: answers (401, 503) without the body being read. Asked once a request: a second look
+#: at the scope (the app's state, the headers' key) cost as much as the first.
+Admit = Callable[[Scope], Any]
 
 
 class CheckFastPath:
@@ -88,11 +91,10 @@ class CheckFastPath:
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            not self.takes(scope)
-            or not self._eligible(scope["headers"])
-            or not self.admit(scope)  # checked before the body is read or parsed
-        ):
+        admitted = None
+        if self.takes(scope) and self._eligible(scope["headers"]):
+            admitted = self.admit(scope)  # checked before the body is read or parsed
+        if admitted is None:
             await self.app(scope, receive, send)
             return
         body = await read_body(receive)
@@ -102,7 +104,7 @@ class CheckFastPath:
         if len(body) <= self.limit:
             item = self.parse(body)
             if item is not None:
-                answered = await self.answer(item, scope)
+                answered = await self.answer(item, admitted)
         if answered is None:
             await self.app(scope, replay_body(body, receive), send)
             return

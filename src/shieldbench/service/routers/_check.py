@@ -21,6 +21,7 @@ from shieldbench.service._deps import ReadyService, serving
 from shieldbench.service._edges import ServiceError, error_response
 from shieldbench.service._fastpath import Answered, ASGIApp, CheckFastPath
 from shieldbench.service._models import BatchRequest, BatchResponse, CheckRequest, CheckResponse
+from shieldbench.service._state import Service
 
 __all__ = ["check_fast_path", "check_router"]
 
@@ -28,11 +29,9 @@ _JSON = (b"content-type", b"application/json")
 _DECISION = DECISION_HEADER.encode()
 
 
-async def _fast_check(item: CheckRequest | PlainCheck, scope: Any) -> Answered | None:
-    """The fast path's answer: the route's, as two raw ASGI messages."""
-    service = serving(scope)
-    if service is None:
-        return None  # not ready / 401: the route answers them, as for any request
+async def _fast_check(item: CheckRequest | PlainCheck, service: Service) -> Answered | None:
+    """The fast path's answer: the route's, as two raw ASGI messages (``service`` is
+    what :func:`serving` gave the fast path's ``admit``: ready, the key valid)."""
     try:
         decision = await decide(service, item, endpoint="check", count=False)
     except ServiceError as exc:
@@ -52,7 +51,7 @@ def check_fast_path(framework: ASGIApp, *, limit: int) -> CheckFastPath:
         path="/v1/check",
         parse=parse_check,
         answer=_fast_check,
-        admit=lambda scope: serving(scope) is not None,
+        admit=serving,  # the service, or None: not ready / 401, the route answers them
         limit=limit,
     )
 
