@@ -1,4 +1,7 @@
-"""Rendering one chart: a matplotlib figure drawn offline to clean, inline SVG.
+"""Rendering one chart with matplotlib, offline, to clean inline SVG: used by the charts
+not yet drawn with :mod:`shieldbench.charts` (the attack charts, the LLM attack
+report's plot and the history trend); the run and comparison report charts no longer
+need it.
 
 Every chart is drawn on its own :class:`~matplotlib.figure.Figure` with an Agg
 canvas (no pyplot, no global backend switch, safe in threads) and saved as SVG
@@ -25,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from shieldbench.charts import PALETTE, label
 from shieldbench.errors import ShieldbenchError
 
 if TYPE_CHECKING:
@@ -41,8 +45,6 @@ __all__ = [
     "render_svg",
 ]
 
-# Okabe & Ito's colour-blind-safe palette.
-PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 _RC: dict[str, Any] = {
     "svg.fonttype": "none",
     "text.parse_math": False,
@@ -54,17 +56,10 @@ _RC: dict[str, Any] = {
     "grid.alpha": 0.3,
     "legend.frameon": False,
 }
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _PROLOG = re.compile(r"^.*?(?=<svg\b)", re.S)
 _METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.S)
 _FORBIDDEN = re.compile(r"<\s*(script|foreignObject|iframe|object|embed)\b", re.I)
 MAX_ROWS = 40
-
-
-def label(text: str, limit: int = 48) -> str:
-    """A chart label: control characters removed, whitespace collapsed, cut to ``limit``."""
-    text = " ".join(_CONTROL.sub(" ", text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def clean_svg(svg: str) -> str:
