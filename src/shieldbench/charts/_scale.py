@@ -40,7 +40,8 @@ def percent(value: float) -> str:
 @dataclass(frozen=True, slots=True)
 class Scale:
     """Data values ``low..high`` onto pixels ``start..end`` (``end < start`` for a
-    y axis, which grows upwards); ``log``: logarithmic (both ends above zero)."""
+    y axis, which grows upwards; ``low > high`` reverses the axis, as for rows listed
+    from the top); ``log``: logarithmic (both ends above zero)."""
 
     low: float
     high: float
@@ -60,7 +61,7 @@ class Scale:
         lo, hi = self._t(self.low), self._t(self.high)
         if self.log and value <= 0:
             return self.start
-        if hi <= lo:
+        if hi == lo:
             return (self.start + self.end) / 2
         return self.start + (self._t(value) - lo) / (hi - lo) * (self.end - self.start)
 
