@@ -107,15 +107,18 @@ class _Dom(HTMLParser):
         self.html_attrs: dict[str, str | None] = {}
         self.title = ""
         self._in_title = False
+        self._in_svg = 0  # a chart's <title> (its accessible name) is not the page's
         self.text: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append(tag)
         if tag == "html":
             self.html_attrs = dict(attrs)
-        self._in_title = tag == "title"
+        self._in_svg += tag == "svg"
+        self._in_title = tag == "title" and not self._in_svg
 
     def handle_endtag(self, tag: str) -> None:
+        self._in_svg -= tag == "svg"
         self._in_title = False
 
     def handle_data(self, data: str) -> None:
