@@ -4,7 +4,8 @@ chart, and the small multiples' panels do not overlap.
 The charts place their labels from an estimate of text width (no font measuring), so
 this is the check that the estimate holds for the longest labels a chart allows: the
 charts of two runs with 48-character category names and defense labels (cut by the
-charts' ``label``), including hostile markup, are drawn into one page, which headless
+charts' ``label``), including hostile markup, and an adaptive attack's two charts are
+drawn into one page, which headless
 Chromium lays out; a script measures every ``<text>`` against its ``<svg>`` and writes
 the findings into the DOM for ``--dump-dom`` to read back.
 """
@@ -21,6 +22,7 @@ import pytest
 
 from shieldbench.metrics._testing import make_run
 from shieldbench.reports import build_report
+from shieldbench.reports._attack_charts import asr_queries_chart, mutator_chart
 from shieldbench.reports._charts import (
     category_chart,
     fpr_chart,
@@ -32,6 +34,7 @@ from shieldbench.reports._charts import (
 )
 from shieldbench.reports._plane_charts import plane_chart, plane_multiples
 
+from .conftest import hostile_samples, make_attack
 from .test_browser import _browse, chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -88,6 +91,8 @@ def _charts() -> list[str]:
         *(tradeoff_chart(r) for r in sections),
         plane_chart(group.planes[0], group.runs),
         plane_multiples(group.planes[1:], group.runs),
+        asr_queries_chart(attack := make_attack(hostile_samples(6))),
+        mutator_chart(attack),
     ]
     assert all(d is not None for d in drawn)
     return [d for d in drawn if d is not None]

@@ -7,8 +7,10 @@ it, a title, and an accessible ``<title>``/``<desc>``; every bar and point carri
 a tooltip with its exact value and interval. Labels from data are cleaned and cut
 (:func:`~shieldbench.charts.label`) and escaped by the SVG writer.
 
-The plane charts are :mod:`._plane_charts`; the attack charts still use matplotlib
-(:mod:`._chart_svg`, imported on their first chart), whose names are re-exported here.
+The plane charts are :mod:`._plane_charts`, the adaptive-attack ones
+:mod:`._attack_charts`. :func:`render_svg` (matplotlib, imported on its first chart;
+:mod:`._chart_svg`) is re-exported for the charts still drawn with it: the LLM attack
+report's plot and the history trend.
 """
 
 from __future__ import annotations

@@ -10,8 +10,9 @@ filter script, and the chart SVGs (checked by
 Defence in depth: a Content-Security-Policy meta tag allows no network access at
 all (``default-src 'none'``), images only from ``data:``, and scripts only when
 their SHA-256 matches the report's own script, so even a payload that escaped the
-escaping could not run. Styles must allow ``'unsafe-inline'`` because matplotlib
-writes ``style`` attributes into its SVG.
+escaping could not run. Styles allow ``'unsafe-inline'`` for the page's own inline
+stylesheet; the charts (:mod:`shieldbench.charts`) need no style at all: their
+colours are presentation attributes.
 
 The file opens from disk, needs no server, and stays small: curves are thinned,
 example texts cut to ``settings.text_limit`` characters, and at most
