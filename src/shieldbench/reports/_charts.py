@@ -8,9 +8,8 @@ a tooltip with its exact value and interval. Labels from data are cleaned and cu
 (:func:`~shieldbench.charts.label`) and escaped by the SVG writer.
 
 The plane charts are :mod:`._plane_charts`, the adaptive-attack ones
-:mod:`._attack_charts`. :func:`render_svg` (matplotlib, imported on its first chart;
-:mod:`._chart_svg`) is re-exported for the charts still drawn with it: the LLM attack
-report's plot and the history trend.
+:mod:`._attack_charts`; :func:`clean_svg` checks each chart before the HTML marks it
+safe.
 """
 
 from __future__ import annotations
@@ -30,13 +29,7 @@ from shieldbench.charts import (
     title,
 )
 from shieldbench.metrics import Rate
-from shieldbench.reports._chart_svg import (
-    MAX_ROWS,
-    Margins,
-    clean_svg,
-    percent_formatter,
-    render_svg,
-)
+from shieldbench.reports._chart_svg import MAX_ROWS, clean_svg
 from shieldbench.reports._curve_charts import latency_chart, pr_chart, roc_chart, tradeoff_chart
 from shieldbench.reports._heatmap import heatmap_chart
 from shieldbench.reports._model import RunSection
@@ -44,16 +37,13 @@ from shieldbench.reports._model import RunSection
 __all__ = [
     "MAX_ROWS",
     "PALETTE",
-    "Margins",
     "category_chart",
     "clean_svg",
     "fpr_chart",
     "heatmap_chart",
     "label",
     "latency_chart",
-    "percent_formatter",
     "pr_chart",
-    "render_svg",
     "roc_chart",
     "tradeoff_chart",
 ]

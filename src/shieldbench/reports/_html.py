@@ -36,6 +36,7 @@ from markupsafe import Markup
 from shieldbench.metrics import Estimate, Rate, SampleFlip, quantile_bound_n
 from shieldbench.reports import _attack_charts, _charts, _plane_charts
 from shieldbench.reports._attack_section import chains_table, rounds_table, transfer_table
+from shieldbench.reports._chart_svg import clean_svg
 from shieldbench.reports._e2e_view import e2e_html
 from shieldbench.reports._flips import HTML_TEXT, HTML_TOP, KIND_TITLES, side_text
 from shieldbench.reports._format import (
@@ -197,7 +198,7 @@ class _GroupView:
 
 
 def _safe(svg: str | None) -> Markup | None:
-    return None if svg is None else Markup(svg)  # our own SVG, checked by clean_svg
+    return None if svg is None else Markup(clean_svg(svg))  # our own SVG, checked
 
 
 def _pair_rows(group: DatasetGroup) -> tuple[_PairRow, ...]:
