@@ -76,8 +76,8 @@ def test_label_cuts_and_cleans() -> None:
 
 
 def test_log_latency_axis_has_plain_number_ticks() -> None:
-    # Mathtext is off (hostile labels), so matplotlib's default log ticks would print
-    # as the literal source "$\mathdefault{10^{-1}}$"; the ticks must be plain numbers.
+    # A log axis labels its powers of ten as plain numbers (never mathtext such as
+    # "$\mathdefault{10^{-1}}$", which is how a plotting library would write them).
     rows = [("c", True, i % 2 == 0, 0.5) for i in range(40)]
     run = make_run(rows)
     spread = [0.05 * 1.3**i for i in range(len(run.outcomes))]  # 0.05 ms .. ~1.4 s
