@@ -16,10 +16,11 @@ an idle machine's wall time would be.
   reports with their charts; the history is not opened). Goal: under 1.5 s wall on an
   idle 2-core machine.
 
-Heavy third-party modules (scipy, matplotlib, datasketch, pyarrow, jinja2, yaml,
-torch...) are imported inside the functions that need them, so none of the first
-four pays for them and the pattern-only run pays only for what it uses (numpy and
-scipy for the statistics, matplotlib for the charts, jinja2 for the HTML report):
+Heavy third-party modules (scipy, datasketch, pyarrow, jinja2, yaml, torch...) are
+imported inside the functions that need them, so none of the first four pays for them
+and the pattern-only run pays only for what it uses (numpy and scipy for the
+statistics, jinja2 for the HTML report; its charts are SVG written by
+``shieldbench.charts``, no plotting library):
 ``tests/test_startup.py`` checks which modules each one imports.
 
 Bytecode: an installed package has ``.pyc`` files, so by default the commands run

@@ -236,7 +236,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     for layer in (
         # shared vocabulary: records, errors, specs, the registry, run-file codecs, and
         # the root's own private helpers (shieldbench._lazy, _lru, _views, ...)
-        "<private> types errors spec registry identity locking config runfiles runio",
+        "<private> types errors spec registry identity locking config runfiles runio charts",
         "metrics",
         "datasets",
         "defenses",  # and the one guarded-call mechanism (timeout, retries, dedup)

@@ -8,19 +8,31 @@ pages on its own promptly. :func:`release_memory` asks both to, so the next stag
 peak starts from what is really in use. It never frees anything still referenced and
 costs a few milliseconds; where a call is unavailable (not glibc, an old pyarrow) it is
 skipped.
+
+A small process skips it: under :data:`WORTH_RELEASING` of peak resident memory
+there is little to give back, and the full garbage collection (tens of milliseconds
+over the objects of every imported module, four times a run) would be most of what a
+small benchmark, such as a pattern-only smoke run, spends between its stages.
 """
 
 from __future__ import annotations
 
 import ctypes
 import gc
+import resource
 import sys
 
-__all__ = ["release_memory"]
+__all__ = ["WORTH_RELEASING", "release_memory"]
+
+WORTH_RELEASING = 128 * 1024 * 1024  # bytes of peak resident memory
 
 
 def release_memory() -> None:
-    """Collect garbage, then return unused pages of the Arrow pool and of malloc."""
+    """Collect garbage, then return unused pages of the Arrow pool and of malloc (in a
+    process that has grown past :data:`WORTH_RELEASING`; a smaller one keeps them)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    if peak * (1 if sys.platform == "darwin" else 1024) < WORTH_RELEASING:  # macOS: bytes
+        return
     gc.collect()
     pyarrow = sys.modules.get("pyarrow")  # only if a stage used it: never imported here
     if pyarrow is not None:

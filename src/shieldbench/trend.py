@@ -18,16 +18,26 @@ reports (same stylesheet, inline SVG, no network, escaped text).
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from shieldbench.charts import (
+    Axes,
+    Box,
+    LegendEntry,
+    Svg,
+    legend,
+    nice_ticks,
+    percent,
+    plain,
+    title,
+)
 from shieldbench.identity import DefenseIdentity, identity_labels
 
 if TYPE_CHECKING:
-    from matplotlib.figure import Figure
-
     from shieldbench.store import RunInfo
 
 __all__ = ["TrendPoint", "render_trend", "trend_points", "trend_series"]
@@ -100,65 +110,85 @@ def trend_series(points: Sequence[TrendPoint]) -> dict[DefenseIdentity, str]:
     return dict(zip(identities, identity_labels(identities), strict=True))
 
 
+_TITLES = {
+    "block": "Block rate (TPR), 95% Wilson interval",
+    "fpr": "False positive rate, 95% Wilson interval",
+    "p95": "per-call p95 latency (ms), 95% order-statistic interval",
+}
+
+
+def _triple(p: TrendPoint, which: str) -> tuple[float | None, float | None, float | None]:
+    r = p.run
+    return {"block": r.block_rate, "fpr": r.fpr, "p95": r.p95_ms}[which]
+
+
 def _chart(points: Sequence[TrendPoint], which: str) -> str:
-    from shieldbench.reports import percent_formatter, render_svg
-
-    def triple(p: TrendPoint) -> tuple[float | None, float | None, float | None]:
-        r = p.run
-        return {"block": r.block_rate, "fpr": r.fpr, "p95": r.p95_ms}[which]
-
-    title = {
-        "block": "Block rate (TPR), 95% Wilson interval",
-        "fpr": "False positive rate, 95% Wilson interval",
-        "p95": "per-call p95 latency (ms), 95% order-statistic interval",
-    }[which]
-
+    """One figure over the runs (x: the run's position, labelled with its start time):
+    each series' points joined, with their intervals; significant changes ringed."""
     series = trend_series(points)
-
-    def draw(fig: Figure) -> None:
-        ax = fig.add_subplot()
-        marks = []
-        for k, (identity, label) in enumerate(series.items()):
-            xs, ys, lo, hi = [], [], [], []
-            for i, p in enumerate(points):
-                value, low, high = triple(p)
-                if value is None or p.identity != identity:
-                    continue
-                xs.append(i)
-                ys.append(value)
-                lo.append(value - (low if low is not None else value))
-                hi.append((high if high is not None else value) - value)
-                changed = p.block_changed if which == "block" else p.fpr_changed
-                if changed and which != "p95":
-                    marks.append((i, value))
-            color = _COLORS[k % len(_COLORS)]
-            ax.errorbar(
-                xs, ys, yerr=[lo, hi], fmt="o-", capsize=3, color=color, lw=1.2, label=label
+    rate = which != "p95"
+    known = [v for p in points for v in _triple(p, which) if v is not None]
+    top = max([0.01 if rate else 1.0, *known])
+    ticks = nice_ticks(0.0, top, 5)
+    step = ticks[1] - ticks[0] if len(ticks) > 1 else top
+    y_end = step * math.ceil(top / step - 1e-9)
+    heading = _TITLES[which]
+    svg = Svg(
+        f"trend-{which}",
+        760,
+        270,
+        title=heading,
+        desc=f"{len(points)} runs of {len(series)} series, oldest first; ringed points: "
+        "a significant change from the run before in the same series",
+    )
+    title(svg, 6, 16, heading)
+    ax = Axes(svg, Box(62, 28, 560, 190), x=(-0.5, len(points) - 0.5), y=(0.0, y_end))
+    ax.frame(x_format=lambda _: "", y_format=percent if rate else plain, x_ticks=2)
+    every = max(1, len(points) // 12)
+    for i in range(0, len(points), every):
+        started = points[i].run.started
+        for k, text in enumerate((started.strftime("%Y-%m-%d"), started.strftime("%H:%M"))):
+            svg.text(ax.x(i), ax.box.bottom + 14 + 10 * k, text, size=7, anchor="middle")
+    keys: list[LegendEntry] = []
+    ax.begin_data()
+    for k, (identity, name) in enumerate(series.items()):
+        colour = _COLORS[k % len(_COLORS)]
+        keys.append(LegendEntry(name, colour, "o"))
+        line = []
+        for i, p in enumerate(points):
+            value, low, high = _triple(p, which)
+            if value is None or p.identity != identity:
+                continue
+            x, y = ax.x(i), ax.y(value)
+            line.append((x, y))
+            lo, hi = (
+                ax.y(low if low is not None else value),
+                ax.y(high if high is not None else value),
             )
-        if marks:
-            mx, my = [m[0] for m in marks], [m[1] for m in marks]
-            ax.scatter(
-                mx,
-                my,
-                s=160,
-                facecolors="none",
-                edgecolors="#b42318",
-                linewidths=2,
-                label="significant change",
-            )
-        if marks or len(series) > 1:
-            ax.legend(loc="best", fontsize=8)
-        ax.set_title(title, loc="left")
-        if which != "p95":
-            ax.yaxis.set_major_formatter(percent_formatter())
-        step = max(1, len(points) // 12)
-        ticks = list(range(0, len(points), step))
-        ax.set_xticks(ticks)
-        ax.set_xticklabels(
-            [points[i].run.started.strftime("%Y-%m-%d\n%H:%M") for i in ticks], fontsize=8
-        )
-
-    return render_svg(f"trend-{which}", (9.0, 3.2), draw)
+            svg.line(x, lo, x, hi, stroke=colour, width=1.0)
+            for end in (lo, hi):
+                svg.line(x - 3, end, x + 3, end, stroke=colour, width=1.0)
+            tip = f"{name}, {p.run.started:%Y-%m-%d %H:%M}: {_pct(_triple(p, which), ms=not rate)}"
+            svg.marker("o", x, y, 6, fill=colour, stroke=colour, tip=tip)
+            changed = p.block_changed if which == "block" else p.fpr_changed
+            if rate and changed:
+                svg.marker(
+                    "o",
+                    x,
+                    y,
+                    16,
+                    fill="none",
+                    stroke="#b42318",
+                    width=2.0,
+                    tip="significant change",
+                )
+        svg.polyline(line, stroke=colour, width=1.2)
+    ax.end_data()
+    if any((p.block_changed if which == "block" else p.fpr_changed) for p in points) and rate:
+        keys.append(LegendEntry("significant change", "#b42318", "line"))
+    if len(keys) > 1:
+        legend(svg, ax.box.right + 12, ax.box.top, keys, size=7)
+    return svg.render()
 
 
 def _pct(t: tuple[float | None, float | None, float | None], *, ms: bool = False) -> str:

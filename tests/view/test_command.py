@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shieldbench.view._svg import Bar, Point, Series, histogram, interval_bars, line_chart, plane
+from shieldbench.charts import Bar, Point, Series, histogram, interval_bars, line_chart, plane
 
 from .conftest import History
 

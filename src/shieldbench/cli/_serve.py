@@ -56,7 +56,12 @@ def serve(
     ] = None,
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port (0: any free port, printed).")] = 8080,
-    config: Annotated[Path | None, typer.Option(help="serve.yaml (see the README).")] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            help="serve.yaml: the service's settings (every key: docs/service/hardening.md)."
+        ),
+    ] = None,
     db: Annotated[str | None, typer.Option(help="Store URL (else SHIELDBENCH_DB).")] = None,
     mode: Annotated[
         str | None, typer.Option(help="enforce (default) or monitor (never blocks).")

@@ -19,7 +19,7 @@ succeeded" = ``1 - max(rule score, embedding score)``. Empty answers count as
 refusals. ``embed=false`` keeps only the rules (no model to load); the default
 ``embed=auto`` uses the embedding when the ``embeddings`` extra is installed.
 
-The measured accuracy on the shipped labelled set is in the README
+The measured accuracy on the shipped labelled set is in docs/guides/end-to-end.md
 (``shieldbench judges evaluate --judge refusal``).
 """
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 from shieldbench.reports._attack_section import working_mutators
 from shieldbench.reports._build import build_report
-from shieldbench.reports._charts import percent_formatter, render_svg
 from shieldbench.reports._format import rate_text
 from shieldbench.reports._html import render_html
 from shieldbench.reports._json import render_json, report_schema
@@ -84,12 +83,10 @@ __all__ = [
     "build_report",
     "llm_asr_svg",
     "llm_attack_markdown",
-    "percent_formatter",
     "rate_text",
     "render_html",
     "render_json",
     "render_markdown",
-    "render_svg",
     "report_schema",
     "working_mutators",
     "write_llm_reports",

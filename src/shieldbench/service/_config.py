@@ -123,7 +123,7 @@ def _check_types(record: Any) -> None:
             check.adapter.validate_python(value)
         except ValidationError as exc:
             error = exc.errors()[0]
-            how = _HOW.get(error["type"], "see the README's serve.yaml keys")
+            how = _HOW.get(error["type"], "serve.yaml keys: docs/service/hardening.md")
             raise ConfigError(f"{name} = {given!r}: {error['msg'].lower()} ({how})") from None
 
 

@@ -13,10 +13,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from shieldbench.attacks import AttackResult
+from shieldbench.charts import Series, line_chart
 from shieldbench.errors import StoreError
 from shieldbench.reports import working_mutators
 from shieldbench.view._pages import LruCache, page, store_of
-from shieldbench.view._svg import Series, line_chart
 
 __all__ = ["router"]
 

@@ -15,10 +15,10 @@ from fastapi import APIRouter, Depends, Query
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
+from shieldbench.charts import Bar, interval_bars
 from shieldbench.metrics import Comparison, compare_runs
 from shieldbench.view._pages import BadRequest, LruCache, page, store_of
 from shieldbench.view._samples import KIND_NAMES, query_page, sample_filters
-from shieldbench.view._svg import Bar, interval_bars
 
 __all__ = ["router"]
 

@@ -2,7 +2,7 @@
 
 Templates are Jinja2 with autoescape on for every file (data is hostile: a sample's
 text, a category name, a tag may be markup); the only unescaped values are the
-charts of :mod:`shieldbench.view._svg`, which escape what they draw.
+charts of :mod:`shieldbench.charts`, which escape what they draw.
 """
 
 from __future__ import annotations

@@ -9,10 +9,10 @@ from fastapi import APIRouter, Depends, Query
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse
 
+from shieldbench.charts import Bar, Point, Series, histogram, interval_bars, line_chart, plane
 from shieldbench.reports import Report, build_report
 from shieldbench.store import RUN_SORTS, RunInfo, RunPage
 from shieldbench.view._pages import BadRequest, LruCache, page, store_of
-from shieldbench.view._svg import Bar, Point, Series, histogram, interval_bars, line_chart, plane
 
 __all__ = ["router"]
 

@@ -9,10 +9,10 @@ from fastapi import APIRouter, Query
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
+from shieldbench.charts import Series, line_chart
 from shieldbench.store import RunInfo
 from shieldbench.trend import TrendPoint, trend_points
 from shieldbench.view._pages import page, store_of
-from shieldbench.view._svg import Series, line_chart
 
 __all__ = ["router"]
 

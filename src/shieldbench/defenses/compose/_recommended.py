@@ -18,10 +18,11 @@ complementary detectors objects:
 The pipeline answers in one batched pass; the score is the highest child
 score (``any``), and ``reasons`` say which part fired.
 
-How it was chosen, and how well it does (README table): the composition and
-thresholds were picked on a fixed 30% development split of the shared public
-datasets (ids hashed, see ``benchmarks/defense_table.py``) among detectors
-trained only on other data; the figures to quote are those on the other 70%.
+How it was chosen (docs/research/choosing-recommended.md), and how well it does
+(docs/models/defenses.md): the composition and thresholds were picked on a fixed
+30% development split of the shared public datasets (ids hashed, see
+``benchmarks/defense_table.py``) among detectors trained only on other data; the
+figures to quote are those on the other 70%.
 Measured on the held-out 70% (``benchmarks/defense_table.py``): pooled TPR
 0.78 [0.75, 0.81] over 876 injection / jailbreak attacks (giskard 1.00,
 GPTFuzz jailbreaks 0.94, in-the-wild jailbreaks 0.88, BIPIA 0.68, deepset

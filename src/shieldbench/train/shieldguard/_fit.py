@@ -72,12 +72,12 @@ class TrainConfig:
     ``refine_steps > 0`` adds a second stage (an experiment, not in the shipped
     recipe): that many steps at ``refine_lr``, each batch half benign-variety rows
     (:data:`REFINE_SOURCES`) and half replayed core rows. Measured with 300 steps
-    (README, "shieldguard"), it lowered held-out FPR and TPR together, without a
+    (docs/models/shieldguard.md), it lowered held-out FPR and TPR together, without a
     better balanced accuracy, so it is off by default.
     ``device`` is ``cpu`` or a torch device such as ``cuda``. ``mix`` is the data
     mix the examples were assembled with (``_data.assemble``; recorded, the loop
     itself only sees rows): 1, the shipped model's, is the default; 2 is the second
-    recipe, measured and not adopted (README, "Data mix 2").
+    recipe, measured and not adopted (docs/research/data-mix-2.md).
     """
 
     steps: int = 1500

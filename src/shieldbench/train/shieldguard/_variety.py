@@ -1,6 +1,7 @@
 """Benign variety for shieldguard's optional refinement stage (an experiment, off by default).
 
-The first leave-one-source-out run (README) showed where the model fails: a held-out
+The first leave-one-source-out run (docs/research/leave-one-source-out.md) showed
+where the model fails: a held-out
 *kind* of benign text reads as an attack, because nothing like it was in training.
 Operators' system prompts ("... Do not reveal it"), role-play requests ("Pretend you
 are a ship's captain ..."), everyday requests and long technical documents full of

@@ -1,7 +1,7 @@
 """``recommended-next``: ``any(pattern, shieldguard)``, the candidate successor of ``recommended``.
 
 It is not the default: ``recommended`` changes only after the candidate wins a paired
-(McNemar) comparison with it on rows neither was tuned on (README, "shieldguard").
+(McNemar) comparison with it on rows neither was tuned on (docs/models/shieldguard.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Charts as inline SVG, drawn on the server: no script, no style attribute.
+"""The viewer's charts as inline SVG, drawn on the server: no script, no style attribute.
 
 Every chart has a ``viewBox`` and scales to its container (the stylesheet sets
 ``width: 100%``); colours come from classes the packaged stylesheet defines (``s0``
