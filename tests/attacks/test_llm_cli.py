@@ -48,6 +48,7 @@ def _args(server: Any, data: Path, out: Path, strategy: str, *extra: str) -> lis
 
 
 @pytest.mark.parametrize("strategy", ["pair", "tap", "crescendo"])
+@pytest.mark.slow
 def test_each_strategy_writes_result_transcripts_and_report(
     server: Any, tmp_path: Path, strategy: str
 ) -> None:
@@ -88,6 +89,7 @@ def test_llm_strategy_without_attacker_fails_fast(server: Any, tmp_path: Path) -
     assert "--attacker" in str(result.exception)
 
 
+@pytest.mark.slow
 def test_generate_writes_a_deduplicated_labelled_dataset_run_can_load(
     server: Any, tmp_path: Path
 ) -> None:

@@ -70,6 +70,7 @@ def test_training_is_deterministic(small_data: Dataset, trained: EmbeddingHead) 
     assert not np.array_equal(other.coef, trained.coef)  # the seed picks the split
 
 
+@pytest.mark.slow
 def test_model_card_says_what_when_how(small_data: Dataset, trained: EmbeddingHead) -> None:
     card = trained.card
     assert card.embedding_model == "sentence-transformers/all-MiniLM-L6-v2"
@@ -117,6 +118,7 @@ def test_save_load_round_trip_and_load_by_path(trained: EmbeddingHead, tmp_path:
     assert not strict.check(ATTACK).blocked
 
 
+@pytest.mark.slow
 def test_loading_never_unpickles(trained: EmbeddingHead, tmp_path: Path) -> None:
     folder = trained.save(tmp_path / "head")
     with (folder / "weights.npz").open("wb") as fh:

@@ -90,6 +90,7 @@ CHECK_PATHS = ("/v1/check", "/v1/score")
 
 
 @pytest.mark.parametrize("depth", [MAX_JSON_DEPTH, MAX_JSON_DEPTH + 1, 300, 1000, 5000])
+@pytest.mark.slow
 def test_deep_metadata_gets_one_clean_answer_everywhere(server: Server, depth: int) -> None:
     metadata = nested(depth - 1)  # the body's own object is the first level
     body = '{"text": "hello", "metadata": ' + metadata + "}"
@@ -218,6 +219,7 @@ def test_every_route_but_the_probes_needs_the_key(server: Server) -> None:
     ids=["malformed", "binary", "wrong-type", "too-deep", "too-large"],
 )
 @pytest.mark.parametrize("path", ["/v1/check", "/v1/score", "/v1/chat/completions"])
+@pytest.mark.slow
 def test_the_key_is_checked_before_the_body(server: Server, body: bytes, path: str) -> None:
     with server.client(headers={"content-type": "application/json"}) as c:
         for headers in ({}, {"authorization": "Bearer wrong"}, {"x-api-key": KEY[:-1]}):
@@ -294,6 +296,7 @@ def test_connections_that_never_finish_their_headers_are_closed(server: Server) 
     assert max(closed.values()) < HEADER_TIMEOUT_S + 5
 
 
+@pytest.mark.slow
 def test_a_kept_alive_connection_is_bounded_too_and_honest_ones_are_not_cut(
     server: Server,
 ) -> None:
@@ -317,6 +320,7 @@ def test_a_kept_alive_connection_is_bounded_too_and_honest_ones_are_not_cut(
         assert slow_body.recv(65536).startswith(b"HTTP/1.1 200")
 
 
+@pytest.mark.slow
 def test_the_header_timeout_is_configured_strictly(tmp_path: Path) -> None:
     from guardtest import cli
 

@@ -56,6 +56,7 @@ def _chat(*messages: dict[str, Any], **extra: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("role", ["system", "developer", "assistant", "function", "tool"])
+@pytest.mark.slow
 def test_every_role_is_screened_by_default(proxy: Server, upstream: Replay, role: str) -> None:
     message = {"role": role, "content": ATTACK}
     _refused(proxy, upstream, _chat(message, {"role": "user", "content": "hi"}), 400)
@@ -162,6 +163,7 @@ def test_a_blocked_caller_learns_the_decision_not_the_rules(
     assert "instruction_override" not in guard["blocked_reason"]
 
 
+@pytest.mark.slow
 def test_trusted_roles_and_exposed_reasons_are_the_operators_choice(
     tmp_path: Path, upstream: Replay
 ) -> None:
@@ -302,6 +304,7 @@ def _with_duplicate(body: Any) -> bytes:
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
+@pytest.mark.slow
 def test_an_attack_anywhere_in_a_request_is_screened_or_refused(
     proxy: Server, upstream: Replay, body: dict[str, Any], data: st.DataObject
 ) -> None:

@@ -67,6 +67,7 @@ def _filtered(response: Any) -> None:
     assert "content_filter" in response.text
 
 
+@pytest.mark.slow
 def test_a_key_at_the_start_of_a_long_event_is_caught(proxy: Server, upstream: Replay) -> None:
     event = _chunk({"content": f"{SECRET} " + "tail " * 700})  # 3,500 more characters
     _filtered(_ask(proxy, upstream, Reply.sse([event]), stream=True))
@@ -92,6 +93,7 @@ def test_a_key_at_the_start_of_a_long_event_is_caught(proxy: Server, upstream: R
     ],
     ids=["tool_calls", "reasoning_content", "reasoning", "refusal", "function_call"],
 )
+@pytest.mark.slow
 def test_every_streamed_field_is_screened(
     proxy: Server, upstream: Replay, delta: dict[str, Any]
 ) -> None:
@@ -154,6 +156,7 @@ def test_a_key_across_a_check_boundary_is_never_released_in_part(
         assert "AKIA" not in response.text
 
 
+@pytest.mark.slow
 def test_a_clean_stream_is_released_while_it_arrives(proxy: Server, upstream: Replay) -> None:
     """The hold-back delays a stream by H + up to 256 characters, not to its end: the
     first text reaches the client while the upstream is still sending."""
@@ -283,6 +286,7 @@ def test_no_secret_reaches_the_client_in_any_answer_shape(
         assert got == {k: t for k, t in answer.texts.items() if t}
 
 
+@pytest.mark.slow
 def test_without_an_output_defense_answers_are_checked_not_trimmed(
     tmp_path: Path, upstream: Replay
 ) -> None:

@@ -66,6 +66,7 @@ def _get(viewer: Server, path: str, status: int = 200) -> str:
     return r.text
 
 
+@pytest.mark.slow
 def test_runs_list_filters_sorts_and_pages_in_the_store(viewer: Server, history: History) -> None:
     with viewer.client() as c:
         every = c.get("/api/runs").json()
@@ -127,6 +128,7 @@ def test_a_run_shows_its_figures_with_intervals_and_n(viewer: Server, history: H
         ([], lambda o, s: True),
     ],
 )
+@pytest.mark.slow
 def test_the_sample_table_filters_outcomes_like_the_stored_run(
     viewer: Server, history: History, kinds: list[str], expected: object
 ) -> None:

@@ -35,6 +35,7 @@ from .conftest import SAMPLES, History, Server
 TOKEN = "t0ken-for-the-tests-0123456789"
 
 
+@pytest.mark.slow
 def test_a_token_is_needed_on_every_request_when_set(sqlite_history: History) -> None:
     with open_store(sqlite_history.url, read_only=True) as store:
         server = Server(store, token=TOKEN)
@@ -95,6 +96,7 @@ def test_binding_off_loopback_needs_a_token(host: str, loopback: bool) -> None:
         check_bind(host, "short")
 
 
+@pytest.mark.slow
 def test_the_command_refuses_a_public_host_without_token_before_opening_anything(
     tmp_path: Path,
 ) -> None:
