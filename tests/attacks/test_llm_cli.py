@@ -67,6 +67,7 @@ def test_each_strategy_writes_result_transcripts_and_report(
         assert section in md
 
 
+@pytest.mark.slow
 def test_existing_transcripts_need_resume(server: Any, tmp_path: Path) -> None:
     data, out = _data(tmp_path), tmp_path / "r"
     assert runner.invoke(app, _args(server, data, out, "pair")).exit_code == 0
@@ -137,6 +138,7 @@ def test_generate_records_a_model_that_writes_nothing_usable(tmp_path: Path) -> 
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_several_strategies_are_reported_together_on_one_plot(server: Any, tmp_path: Path) -> None:
     import xml.etree.ElementTree as ET
 

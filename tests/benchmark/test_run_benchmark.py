@@ -112,6 +112,7 @@ def test_the_output_folder_layout(tmp_path: Path) -> None:
     assert manifest["run"] == FAST.to_dict()
 
 
+@pytest.mark.slow
 def test_run_files_only_without_reports(tmp_path: Path) -> None:
     result = run_benchmark(_config("pattern"), out=tmp_path / "b", reports=False)
     assert result.reports == {}

@@ -222,6 +222,7 @@ def test_the_lock_of_a_killed_run_is_taken_over(tmp_path: Path) -> None:
     assert not (out / LOCK_NAME).exists()  # released at the end
 
 
+@pytest.mark.slow
 def test_trend_marks_the_significant_change(tmp_path: Path) -> None:
     from dataclasses import replace
     from datetime import timedelta

@@ -120,6 +120,7 @@ def test_deep_metadata_gets_one_clean_answer_everywhere(server: Server, depth: i
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(depth=st.integers(1, 400), shape=st.sampled_from(["{", "[", "{[", "[{{"]))
+@pytest.mark.slow
 def test_any_nesting_is_answered_or_refused_cleanly(server: Server, depth: int, shape: str) -> None:
     body = '{"text": "hi", "metadata": {"m": ' + nested(depth, shape) + "}}"
     total = depth + 2
@@ -151,6 +152,7 @@ def _batch_count(c: httpx.Client) -> float:
 
 
 @pytest.mark.parametrize("bad_at", [0, 2, 4])
+@pytest.mark.slow
 def test_a_batch_with_one_bad_item_screens_audits_and_counts_nothing(
     server: Server, bad_at: int
 ) -> None:
@@ -185,6 +187,7 @@ def _has(db: str, decision_id: str) -> bool:
 # -- the key first -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_route_but_the_probes_needs_the_key(server: Server) -> None:
     with server.client() as c:
         assert c.get("/openapi.json").status_code == 401
@@ -243,6 +246,7 @@ def test_the_key_is_checked_before_the_body(server: Server, body: bytes, path: s
         ("GET", "/docs/"),
     ],
 )
+@pytest.mark.slow
 def test_a_trailing_slash_is_not_redirected_anywhere(
     server: Server, host: str, method: str, path: str
 ) -> None:
@@ -281,6 +285,7 @@ def _drip_until_closed(socks: list[socket.socket], limit_s: float) -> dict[int, 
     return closed
 
 
+@pytest.mark.slow
 def test_connections_that_never_finish_their_headers_are_closed(server: Server) -> None:
     address = _address(server)
     socks = [socket.create_connection(address, timeout=5) for _ in range(40)]

@@ -63,6 +63,7 @@ def test_every_role_is_screened_by_default(proxy: Server, upstream: Replay, role
 
 
 @pytest.mark.parametrize("role", ["User", "user ", "USER", "bot", ""])
+@pytest.mark.slow
 def test_a_role_that_is_not_exactly_known_is_refused(
     proxy: Server, upstream: Replay, role: str
 ) -> None:
@@ -87,6 +88,7 @@ def test_a_role_that_is_not_exactly_known_is_refused(
     ],
     ids=["name", "refusal-part", "part-extra", "tool-arguments", "tool_call_id", "key"],
 )
+@pytest.mark.slow
 def test_every_string_of_a_message_is_screened(
     proxy: Server, upstream: Replay, message: dict[str, Any]
 ) -> None:
@@ -96,6 +98,7 @@ def test_every_string_of_a_message_is_screened(
 @pytest.mark.parametrize(
     "part", [{"text": ATTACK}, {"type": "Text", "text": ATTACK}, {"type": "blob", "text": ATTACK}]
 )
+@pytest.mark.slow
 def test_a_content_part_of_no_known_type_is_refused(
     proxy: Server, upstream: Replay, part: dict[str, Any]
 ) -> None:
@@ -120,6 +123,7 @@ def test_a_content_part_of_no_known_type_is_refused(
     ],
     ids=["message", "top", "part", "nan", "deep"],
 )
+@pytest.mark.slow
 def test_a_body_that_parses_two_ways_is_refused(
     proxy: Server, upstream: Replay, raw: bytes
 ) -> None:
@@ -128,6 +132,7 @@ def test_a_body_that_parses_two_ways_is_refused(
     assert response.json()["error"]["type"] in ("ambiguous_json", "json_too_deep")
 
 
+@pytest.mark.slow
 def test_the_parsed_body_is_forwarded(proxy: Server, upstream: Replay) -> None:
     body = _chat(
         {"role": "system", "content": "You are terse."},
@@ -141,12 +146,14 @@ def test_the_parsed_body_is_forwarded(proxy: Server, upstream: Replay) -> None:
     assert upstream.received[-1] != raw  # re-serialised, not the client's bytes
 
 
+@pytest.mark.slow
 def test_tools_and_other_fields_are_screened(proxy: Server, upstream: Replay) -> None:
     tool = {"type": "function", "function": {"name": "f", "description": ATTACK}}
     _refused(proxy, upstream, _chat({"role": "user", "content": "hi"}, tools=[tool]), 400)
     _refused(proxy, upstream, _chat({"role": "user", "content": "hi"}, metadata={"a": ATTACK}), 400)
 
 
+@pytest.mark.slow
 def test_a_blocked_caller_learns_the_decision_not_the_rules(
     proxy: Server, upstream: Replay
 ) -> None:
