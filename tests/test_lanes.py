@@ -161,3 +161,16 @@ def test_the_fast_profile_caps_stated_example_counts_and_the_default_keeps_them(
     full_x, full_y = _examples_run(tmp_path)
     assert full_x >= 300
     assert full_y >= 100  # text() may exhaust small inputs early; far above the cap
+
+
+@slow
+def test_every_test_package_keeps_tests_in_the_fast_lane() -> None:
+    """Marking ``slow`` must not empty a package: the fast lane still signals a break."""
+    packages = {
+        path.parent.name
+        for path in (ROOT / "tests").glob("*/test_*.py")
+        if not path.parent.name.startswith(("_", "."))
+    }
+    fast = _collected(FAST, "tests")
+    kept = {test.split("/")[1] for test in fast if test.startswith("tests/") and "/" in test[6:]}
+    assert packages - kept == set()
