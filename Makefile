@@ -54,6 +54,15 @@ PYTEST_PARALLEL = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dis
 # The markers (registered in pyproject.toml; postgres and ray are added from the
 # fixtures a test uses) that the fast lane leaves out.
 FAST_LANE := not browser and not postgres and not ray and not slow
+# ... and Hypothesis's "fast" profile: at most 10 examples per property test
+# (tests/_hypothesis_lanes.py); `make test` runs the counts the tests state.
+FAST_HYPOTHESIS := --hypothesis-profile=fast
+# Each xdist worker imports every test module and, for the doctests, every module of
+# src/ and research/. With PYTHONDONTWRITEBYTECODE set (as in some containers) Python
+# compiles them and pytest rewrites each test module's asserts again on every run, in
+# every worker (about a third of collection); the fast lane lets them be cached in
+# __pycache__/ (git-ignored), so the second and later runs skip that work.
+FAST_ENV := env -u PYTHONDONTWRITEBYTECODE
 
 pytest: $(VENV)/.installed-dev
 	$(BIN)/pytest -q $(PYTEST_PARALLEL)
@@ -61,7 +70,7 @@ pytest: $(VENV)/.installed-dev
 # The developer lane: what a change to the library usually needs, in a couple of
 # minutes; `make test` (and CI) still runs everything.
 test-fast: $(VENV)/.installed-dev
-	$(BIN)/pytest -q $(PYTEST_PARALLEL) -m "$(FAST_LANE)"
+	$(FAST_ENV) $(BIN)/pytest -q $(PYTEST_PARALLEL) -m "$(FAST_LANE)" $(FAST_HYPOTHESIS)
 
 # The CLI reference is generated from the command tree at build time (docs/hooks/).
 docs: $(VENV)/.installed-dev

@@ -11,7 +11,7 @@ import pytest
 
 # A real PostgreSQL server, the ``store_url`` fixture (SQLite and PostgreSQL), and a
 # recording webhook receiver on loopback (``webhook``).
-pytest_plugins = ["tests._postgres", "tests._webhook"]
+pytest_plugins = ["tests._postgres", "tests._webhook", "tests._hypothesis_lanes"]
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -105,6 +105,7 @@ def test_the_graph_sees_relative_and_function_level_imports(tmp_path: Path) -> N
     assert set(_imported("pkg.a", pkg / "a.py", modules)) == {"pkg.b", "pkg.c"}
 
 
+@pytest.mark.slow
 def test_the_package_has_no_import_cycle() -> None:
     graph = _graph()
     assert len(graph) > 100  # the walk found the package
@@ -164,6 +165,7 @@ def _top_level_imports(path: Path) -> Iterator[str]:
             yield node.module.split(".")[0]
 
 
+@pytest.mark.slow
 def test_only_the_train_command_imports_the_train_package() -> None:
     graph = _graph()
     assert "shieldbench.train.shieldguard._mix" in graph  # the walk sees the package
@@ -177,6 +179,7 @@ def test_only_the_train_command_imports_the_train_package() -> None:
     assert not offenders, "the run time must not import training: " + "; ".join(offenders)
 
 
+@pytest.mark.slow
 def test_the_train_package_imports_other_packages_public_names_only() -> None:
     graph = _graph()
     offenders = sorted(
@@ -191,6 +194,7 @@ def test_the_train_package_imports_other_packages_public_names_only() -> None:
     assert not offenders, "; ".join(offenders)
 
 
+@pytest.mark.slow
 def test_nothing_in_the_package_imports_research_or_benchmarks() -> None:
     offenders = sorted(
         f"{path.relative_to(ROOT)} imports {top}"
@@ -213,6 +217,7 @@ def test_the_rules_see_a_forbidden_import(tmp_path: Path) -> None:
     assert set(_imported("shieldbench.defenses.x", pkg / "defenses" / "x.py", modules)) == {TRAIN}
 
 
+@pytest.mark.slow
 def test_the_run_time_never_loads_the_train_package() -> None:
     """Import the command line and every built-in defense: no ``shieldbench.train`` module."""
     code = (
@@ -334,6 +339,7 @@ def test_the_checks_catch_an_upward_and_a_private_import() -> None:
         _layer_of("newpackage")
 
 
+@pytest.mark.slow
 def test_no_import_runs_up_the_layers() -> None:
     graph = _graph()
     for name in graph:
@@ -343,6 +349,7 @@ def test_no_import_runs_up_the_layers() -> None:
     assert not upward, "imports that run up the layers:\n" + "\n".join(upward)
 
 
+@pytest.mark.slow
 def test_packages_import_only_each_others_public_names() -> None:
     private = _private_imports(_graph())
     assert not private, (

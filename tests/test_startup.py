@@ -38,6 +38,7 @@ def _imported_by(statements: str) -> set[str]:
 
 
 @pytest.mark.parametrize("module", sorted(ENTRY_POINTS))
+@pytest.mark.slow
 def test_importing_pulls_in_no_heavy_module(module: str) -> None:
     imported = _imported_by(f"import {module}")
     assert module.split(".")[0] in imported  # the probe really imported it
@@ -45,6 +46,7 @@ def test_importing_pulls_in_no_heavy_module(module: str) -> None:
     assert not unwanted, f"import {module} imports {unwanted}; import them where they are used"
 
 
+@pytest.mark.slow
 def test_the_probe_sees_heavy_imports() -> None:
     """The check above would notice: a confidence interval does import scipy."""
     imported = _imported_by("from shieldbench.metrics import rate\nrate(3, 10)")
@@ -102,6 +104,7 @@ def test_version_imports_no_heavy_module(tmp_path: Path) -> None:
     assert not unwanted, f"shieldbench --version imports {unwanted}"
 
 
+@pytest.mark.slow
 def test_a_pattern_only_run_imports_only_what_it_uses(tmp_path: Path) -> None:
     args = ["run", "-d", "pattern", "-D", "builtin:smoke", "--no-store", "--out", "out"]
     modules = _imported_by_command(args, tmp_path, full=True)

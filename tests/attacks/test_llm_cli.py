@@ -48,6 +48,7 @@ def _args(server: Any, data: Path, out: Path, strategy: str, *extra: str) -> lis
 
 
 @pytest.mark.parametrize("strategy", ["pair", "tap", "crescendo"])
+@pytest.mark.slow
 def test_each_strategy_writes_result_transcripts_and_report(
     server: Any, tmp_path: Path, strategy: str
 ) -> None:
@@ -66,6 +67,7 @@ def test_each_strategy_writes_result_transcripts_and_report(
         assert section in md
 
 
+@pytest.mark.slow
 def test_existing_transcripts_need_resume(server: Any, tmp_path: Path) -> None:
     data, out = _data(tmp_path), tmp_path / "r"
     assert runner.invoke(app, _args(server, data, out, "pair")).exit_code == 0
@@ -88,6 +90,7 @@ def test_llm_strategy_without_attacker_fails_fast(server: Any, tmp_path: Path) -
     assert "--attacker" in str(result.exception)
 
 
+@pytest.mark.slow
 def test_generate_writes_a_deduplicated_labelled_dataset_run_can_load(
     server: Any, tmp_path: Path
 ) -> None:
@@ -135,6 +138,7 @@ def test_generate_records_a_model_that_writes_nothing_usable(tmp_path: Path) -> 
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_several_strategies_are_reported_together_on_one_plot(server: Any, tmp_path: Path) -> None:
     import xml.etree.ElementTree as ET
 

@@ -91,6 +91,7 @@ def _comparable(r: LLMAttackResult) -> dict[str, Any]:
     tokens=st.one_of(st.none(), st.integers(0, 600)),
     concurrency=st.integers(2, 6),
 )
+@pytest.mark.slow
 def test_concurrent_calls_change_nothing_and_budgets_hold(
     jittery: Any, strategy: str, queries: int, tokens: int | None, concurrency: int
 ) -> None:

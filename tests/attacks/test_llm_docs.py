@@ -48,6 +48,7 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         srv.stop()
 
 
+@pytest.mark.slow
 def test_the_page_runs_each_strategy_against_the_ollama_address(
     server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -37,6 +37,7 @@ FRAMED = [m.name for m in mutators if m.family == "framing"] + [
 @pytest.mark.parametrize("name", FRAMED)
 @settings(max_examples=30, deadline=None)
 @given(text=anything, seed=seeds)
+@pytest.mark.slow
 def test_frames_keep_the_payload_verbatim(name: str, text: str, seed: int) -> None:
     assert text in get_mutator(name)(text, seed)
 

@@ -18,6 +18,7 @@ def test_the_page_is_in_the_navigation() -> None:
     assert "python-api.md" in (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_the_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     blocks = _PYTHON.findall(PAGE.read_text(encoding="utf-8"))
     assert len(blocks) >= 3

@@ -74,6 +74,7 @@ def _config(*defenses: str, datasets: tuple[str, ...] = (SMOKE,)) -> BenchmarkCo
     return BenchmarkConfig(defenses=defenses, datasets=datasets, run=FAST)
 
 
+@pytest.mark.slow
 def test_a_benchmark_of_pattern_on_smoke(tmp_path: Path) -> None:
     events = Recorder()
     result = run_benchmark(_config("pattern", "none"), out=tmp_path / "b", events=events)
@@ -91,6 +92,7 @@ def test_a_benchmark_of_pattern_on_smoke(tmp_path: Path) -> None:
     assert [load_run(p).id for p in result.run_files] == [r.id for r in result.runs]
 
 
+@pytest.mark.slow
 def test_the_output_folder_layout(tmp_path: Path) -> None:
     out = tmp_path / "b"
     result = run_benchmark(_config("pattern"), out=out)
@@ -110,12 +112,14 @@ def test_the_output_folder_layout(tmp_path: Path) -> None:
     assert manifest["run"] == FAST.to_dict()
 
 
+@pytest.mark.slow
 def test_run_files_only_without_reports(tmp_path: Path) -> None:
     result = run_benchmark(_config("pattern"), out=tmp_path / "b", reports=False)
     assert result.reports == {}
     assert not list((tmp_path / "b").glob("report*"))
 
 
+@pytest.mark.slow
 def test_a_new_benchmark_refuses_a_used_folder(tmp_path: Path) -> None:
     out = tmp_path / "b"
     run_benchmark(_config("pattern"), out=out, reports=False)
@@ -129,6 +133,7 @@ def test_a_new_benchmark_refuses_a_used_folder(tmp_path: Path) -> None:
     assert (other / "notes.txt").read_text() == "mine"
 
 
+@pytest.mark.slow
 def test_resume_continues_an_interrupted_job_from_its_checkpoint(tmp_path: Path) -> None:
     out = tmp_path / "b"
     stopping = Counting(stop_after=20)
@@ -157,6 +162,7 @@ def test_resume_continues_an_interrupted_job_from_its_checkpoint(tmp_path: Path)
     assert not checkpoint.exists()
 
 
+@pytest.mark.slow
 def test_reuse_only_while_data_and_defense_version_are_unchanged(tmp_path: Path) -> None:
     out = tmp_path / "b"
     data = tmp_path / "d.jsonl"
@@ -186,6 +192,7 @@ def test_reuse_only_while_data_and_defense_version_are_unchanged(tmp_path: Path)
     assert last.reused == ()
 
 
+@pytest.mark.slow
 def test_resume_refuses_other_specs_or_settings(tmp_path: Path) -> None:
     out = tmp_path / "b"
     run_benchmark(_config("pattern"), out=out, reports=False)
@@ -199,6 +206,7 @@ def test_resume_refuses_other_specs_or_settings(tmp_path: Path) -> None:
     assert kept.config.run == FAST
 
 
+@pytest.mark.slow
 def test_defenses_built_by_the_benchmark_are_closed(tmp_path: Path) -> None:
     """A defense given by the caller stays open; the monitor relies on it."""
     mine = Counting()
@@ -240,6 +248,7 @@ def test_an_unknown_spec_fails_before_the_folder_is_written(tmp_path: Path) -> N
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_a_config_file_runs_the_same(tmp_path: Path) -> None:
     """``configs/*.yaml`` and Python share the one model (``load_config``)."""
     from shieldbench.benchmark import load_config

@@ -23,6 +23,7 @@ def _attack(out: Path, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_attack_writes_reports_and_a_loadable_bypass_dataset(tmp_path: Path) -> None:
     out = tmp_path / "a"
     result = runner.invoke(app, _attack(out, "--transfer", "pattern(threshold=0.9)"))
@@ -49,6 +50,7 @@ def test_attack_writes_reports_and_a_loadable_bypass_dataset(tmp_path: Path) -> 
     assert not any(pattern.check(s.text).blocked for s in bypasses)
 
 
+@pytest.mark.slow
 def test_examples_sets_the_bypasses_shown_in_report_md(tmp_path: Path) -> None:
     out = tmp_path / "e"
     result = runner.invoke(app, _attack(out, "--examples", "1"))
@@ -59,6 +61,7 @@ def test_examples_sets_the_bypasses_shown_in_report_md(tmp_path: Path) -> None:
     assert f"Example bypasses ({n_categories} of " in md
 
 
+@pytest.mark.slow
 def test_the_same_seed_writes_the_same_figures(tmp_path: Path) -> None:
     for name in ("one", "two"):
         extra = ("--mutators", "encoding,noise", "--strategy", "beam", "--beam-width", "2")
@@ -73,6 +76,7 @@ def test_the_same_seed_writes_the_same_figures(tmp_path: Path) -> None:
     assert {m["family"] for m in one["mutators"]} == {"encoding", "noise"}
 
 
+@pytest.mark.slow
 def test_bad_options_fail_with_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

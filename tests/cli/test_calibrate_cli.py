@@ -154,6 +154,7 @@ def _error(result: Any) -> str:
     return _flat(str(result.exception))
 
 
+@pytest.mark.slow
 def test_clear_errors(tmp_path: Path) -> None:
     good = save_run(_scored(10, 10), tmp_path / "good.json")
     unscored = save_run(make_run([("c", True, True), ("d", False, False)]), tmp_path / "u.json")
@@ -214,6 +215,7 @@ def _three_runs(tmp_path: Path) -> list[Path]:
     ]
 
 
+@pytest.mark.slow
 def test_compare_by_category_holm_across_groups_and_pairs(tmp_path: Path) -> None:
     paths = _three_runs(tmp_path)
     out_json = tmp_path / "cmp.json"

@@ -65,6 +65,7 @@ def _compare(files: tuple[Path, Path], tmp_path: Path, *extra: str) -> str:
     return done.output
 
 
+@pytest.mark.slow
 def test_the_terminal_lists_the_top_flips_of_each_kind(
     files: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -94,6 +95,7 @@ def test_the_terminal_lists_the_top_flips_of_each_kind(
     assert "top 1" not in counts_only
 
 
+@pytest.mark.slow
 def test_json_and_the_reports_list_every_flip_escaped(
     files: tuple[Path, Path], tmp_path: Path
 ) -> None:

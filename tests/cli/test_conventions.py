@@ -81,6 +81,7 @@ def test_a_data_file_path_is_read_with_its_extensions_loader(
     assert sorted(s.label for s in ds) == sorted(r["label"] for r in ROWS)
 
 
+@pytest.mark.slow
 def test_run_accepts_a_relative_path_and_says_how_it_read_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -125,6 +126,7 @@ def test_a_path_that_is_no_data_file_suggests_the_spec_forms(
     assert str(result.exception) == message
 
 
+@pytest.mark.slow
 def test_the_real_command_exits_2_with_the_spec_forms(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -255,6 +257,7 @@ def test_a_table_too_wide_for_the_terminal_is_stacked_whole() -> None:
     assert "┃ defense" in wide_out.getvalue()  # a table that fits stays a table
 
 
+@pytest.mark.slow
 def test_run_and_compare_tables_at_80_columns_keep_names_and_figures(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

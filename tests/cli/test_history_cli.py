@@ -33,6 +33,7 @@ def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
     )
 
 
+@pytest.mark.slow
 def test_run_records_and_history_shows_exports_and_imports(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'h.db'}"
     out = tmp_path / "out"
@@ -82,6 +83,7 @@ def test_run_records_and_history_shows_exports_and_imports(tmp_path: Path) -> No
     assert "1 runs in" in table.output
 
 
+@pytest.mark.slow
 def test_no_store_records_nothing(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     done = runner.invoke(
@@ -103,6 +105,7 @@ def test_no_store_records_nothing(tmp_path: Path) -> None:
     assert not db.exists()
 
 
+@pytest.mark.slow
 def test_the_default_history_is_under_the_working_directory(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "SHIELDBENCH_DB"}
     done = subprocess.run(
@@ -157,6 +160,7 @@ def test_the_default_history_is_under_the_working_directory(tmp_path: Path) -> N
         ),
     ],
 )
+@pytest.mark.slow
 def test_bad_input_exits_2_and_writes_nothing(
     tmp_path: Path, args: list[str], message: str
 ) -> None:
@@ -177,6 +181,7 @@ def test_bad_input_exits_2_and_writes_nothing(
     assert not (tmp_path / "x.json").exists()
 
 
+@pytest.mark.slow
 def test_a_second_run_on_the_same_out_fails_fast(tmp_path: Path) -> None:
     out = tmp_path / "out"
     with FolderLock(out):
@@ -188,6 +193,7 @@ def test_a_second_run_on_the_same_out_fails_fast(tmp_path: Path) -> None:
     assert not (out / "benchmark.json").exists()
 
 
+@pytest.mark.slow
 def test_the_lock_of_a_killed_run_is_taken_over(tmp_path: Path) -> None:
     out = tmp_path / "out"
     holder = subprocess.Popen(
@@ -216,6 +222,7 @@ def test_the_lock_of_a_killed_run_is_taken_over(tmp_path: Path) -> None:
     assert not (out / LOCK_NAME).exists()  # released at the end
 
 
+@pytest.mark.slow
 def test_trend_marks_the_significant_change(tmp_path: Path) -> None:
     from dataclasses import replace
     from datetime import timedelta
@@ -267,6 +274,7 @@ def test_trend_marks_the_significant_change(tmp_path: Path) -> None:
     assert missing.exit_code != 0
 
 
+@pytest.mark.slow
 def test_attack_records_its_result_and_import_takes_attack_files(tmp_path: Path) -> None:
     db = str(tmp_path / "h.db")
     out = tmp_path / "attack"

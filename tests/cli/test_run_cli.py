@@ -90,6 +90,7 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
+@pytest.mark.slow
 def test_run_writes_run_files_reports_and_prints_intervals(data_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = runner.invoke(
@@ -116,6 +117,7 @@ def test_run_writes_run_files_reports_and_prints_intervals(data_file: Path, tmp_
     assert "report.html" in result.output
 
 
+@pytest.mark.slow
 def test_two_defenses_are_compared(data_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "cmp"
     result = runner.invoke(
@@ -146,6 +148,7 @@ def test_two_defenses_are_compared(data_file: Path, tmp_path: Path) -> None:
     assert "Sample-size warnings" not in (out / "report.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_config_file_and_overrides(data_file: Path, tmp_path: Path) -> None:
     cfg = tmp_path / "bench.yaml"
     out = tmp_path / "from-config"
@@ -162,6 +165,7 @@ def test_config_file_and_overrides(data_file: Path, tmp_path: Path) -> None:
     assert run.config.error_policy == "exclude"
 
 
+@pytest.mark.slow
 def test_errors_are_outcomes_and_the_policy_is_recorded(tmp_path: Path, guard_module: Path) -> None:
     data = tmp_path / "boom.jsonl"
     data.write_text(
@@ -183,6 +187,7 @@ def test_errors_are_outcomes_and_the_policy_is_recorded(tmp_path: Path, guard_mo
     assert "RuntimeError: guard crashed" in (run.outcomes[0].error or "")
 
 
+@pytest.mark.slow
 def test_interrupted_run_resumes_without_redoing_or_duplicating(
     data_file: Path, tmp_path: Path, guard_module: Path
 ) -> None:
@@ -210,6 +215,7 @@ def test_interrupted_run_resumes_without_redoing_or_duplicating(
     assert calls_after - calls_before == len(ATTACKS) + len(BENIGN) - 4
 
 
+@pytest.mark.slow
 def test_resume_refuses_another_benchmark(data_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "r"
     base = ["run", "-D", f"jsonl:{data_file}", "--out", str(out)]
@@ -231,6 +237,7 @@ def test_resume_refuses_another_benchmark(data_file: Path, tmp_path: Path) -> No
         ),
     ],
 )
+@pytest.mark.slow
 def test_bad_invocations_say_what_to_do(args: list[str], message: str) -> None:
     result = runner.invoke(app, args)
     assert result.exit_code != 0

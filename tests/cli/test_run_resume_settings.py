@@ -90,6 +90,7 @@ def _interrupted(data: Path, out: Path) -> list[str]:
     return args
 
 
+@pytest.mark.slow
 def test_resume_without_flags_uses_the_stored_settings(
     data: Path, tmp_path: Path, guard: Path
 ) -> None:
@@ -106,6 +107,7 @@ def test_resume_without_flags_uses_the_stored_settings(
     assert (out / "report.md").is_file()
 
 
+@pytest.mark.slow
 def test_resume_refuses_a_changed_setting(data: Path, tmp_path: Path, guard: Path) -> None:
     out = tmp_path / "out"
     args = _interrupted(data, out)
@@ -126,6 +128,7 @@ def test_resume_refuses_a_changed_setting(data: Path, tmp_path: Path, guard: Pat
     assert same.exit_code == 0, same.output
 
 
+@pytest.mark.slow
 def test_resume_reuses_a_finished_pair_only_for_the_same_defense_version(
     data: Path, tmp_path: Path, guard: Path
 ) -> None:

@@ -55,6 +55,7 @@ def run_files(tmp_path: Path) -> list[Path]:
     return paths
 
 
+@pytest.mark.slow
 def test_compare_prints_leaderboard_and_verdicts(run_files: list[Path], tmp_path: Path) -> None:
     out_json = tmp_path / "cmp" / "comparison.json"
     reports = tmp_path / "reports"
@@ -108,6 +109,7 @@ def test_compare_refuses_different_datasets(
     assert "content hash" in _flat(capsys.readouterr().err)
 
 
+@pytest.mark.slow
 def test_compare_takes_folders_of_run_files(run_files: list[Path], tmp_path: Path) -> None:
     # A `run --out` folder (its runs/*.json) or a plain folder of run files; a folder used
     # to reach load_run and end in a traceback (IsADirectoryError).

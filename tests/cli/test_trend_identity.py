@@ -13,6 +13,7 @@ from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from shieldbench.cli import app
@@ -55,6 +56,7 @@ def _history(tmp_path: Path) -> str:
     return db
 
 
+@pytest.mark.slow
 def test_the_trend_of_a_spec_never_mixes_in_a_variant_or_another_version(
     tmp_path: Path,
 ) -> None:

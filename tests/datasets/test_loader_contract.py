@@ -91,6 +91,7 @@ def test_every_builtin_loader_is_covered() -> None:
 
 
 @pytest.mark.parametrize("name", _params())
+@pytest.mark.slow
 def test_loader_contract(name: str, tmp_path: Path, hf_dataset: Callable[..., Path]) -> None:
     info = registry.get(name)
     missing = info.missing_module()

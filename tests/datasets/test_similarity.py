@@ -115,6 +115,7 @@ def test_band_params_meet_the_documented_miss_probability(threshold: float) -> N
 
 
 @pytest.mark.parametrize("threshold", [0.5, 0.8])
+@pytest.mark.slow
 def test_matches_brute_force_on_planted_near_duplicates(threshold: float) -> None:
     rng = random.Random(7)
     base = [_random_text(rng, rng.randint(8, 40)) for _ in range(150)]

@@ -44,6 +44,7 @@ def defenses_built() -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", sorted(ADAPTERS))
+@pytest.mark.slow
 def test_adapter_blocks_an_attack_and_allows_benign(
     name: str, defenses_built: dict[str, Any]
 ) -> None:
@@ -85,6 +86,7 @@ def test_missing_package_names_the_extra(name: str, monkeypatch: pytest.MonkeyPa
     assert repr(module) in message
 
 
+@pytest.mark.slow
 def test_guardify_score_is_the_probability_of_injection(defenses_built: dict[str, Any]) -> None:
     _needs("guardify")
     from guardify.guardrails.logistic_regression import LogisticRegressionGuardrail
@@ -101,6 +103,7 @@ def test_guardify_score_is_the_probability_of_injection(defenses_built: dict[str
     assert ours.score < 0.5
 
 
+@pytest.mark.slow
 def test_nanoguard_matches_the_package(defenses_built: dict[str, Any]) -> None:
     _needs("nanoguard")
     defense = defenses_built["nanoguard"]

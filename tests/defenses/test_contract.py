@@ -181,6 +181,7 @@ def test_name_and_version(defense: Defense) -> None:
 
 
 @pytest.mark.parametrize("kind", list(TEXTS))
+@pytest.mark.slow
 def test_check_returns_a_valid_verdict(
     defense: Defense, first: dict[str, Verdict | Exception], kind: str
 ) -> None:

@@ -70,6 +70,7 @@ def test_training_is_deterministic(small_data: Dataset, trained: EmbeddingHead) 
     assert not np.array_equal(other.coef, trained.coef)  # the seed picks the split
 
 
+@pytest.mark.slow
 def test_model_card_says_what_when_how(small_data: Dataset, trained: EmbeddingHead) -> None:
     card = trained.card
     assert card.embedding_model == "sentence-transformers/all-MiniLM-L6-v2"
@@ -95,6 +96,7 @@ def test_model_card_says_what_when_how(small_data: Dataset, trained: EmbeddingHe
     assert test.roc_auc > 0.8  # the banks are separable, even on a few held-out texts
 
 
+@pytest.mark.slow
 def test_save_load_round_trip_and_load_by_path(trained: EmbeddingHead, tmp_path: Path) -> None:
     folder = trained.save(tmp_path / "head")
     assert sorted(p.name for p in folder.iterdir()) == ["card.json", "weights.npz"]
@@ -117,6 +119,7 @@ def test_save_load_round_trip_and_load_by_path(trained: EmbeddingHead, tmp_path:
     assert not strict.check(ATTACK).blocked
 
 
+@pytest.mark.slow
 def test_loading_never_unpickles(trained: EmbeddingHead, tmp_path: Path) -> None:
     folder = trained.save(tmp_path / "head")
     with (folder / "weights.npz").open("wb") as fh:
@@ -141,6 +144,7 @@ def test_loading_never_unpickles(trained: EmbeddingHead, tmp_path: Path) -> None
         ),
     ],
 )
+@pytest.mark.slow
 def test_damaged_heads_are_refused_with_a_clear_message(
     trained: EmbeddingHead, tmp_path: Path, damage: object, message: str
 ) -> None:
@@ -160,6 +164,7 @@ def _edit_card(folder: Path, **changes: object) -> None:
     (folder / "card.json").write_text(json.dumps(card))
 
 
+@pytest.mark.slow
 def test_head_of_another_embedding_model_is_refused(
     trained: EmbeddingHead, embedder: Embedder
 ) -> None:
@@ -186,6 +191,7 @@ def test_training_options_are_validated(
         train_embedding_head([small_data], **kwargs)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_training_needs_both_classes(small_data: Dataset, embedder: Embedder) -> None:
     attacks_only = Dataset("attacks", tuple(s for s in small_data if s.is_attack))
     with pytest.raises(ConfigError, match="too few benign samples"):

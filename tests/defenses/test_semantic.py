@@ -71,6 +71,7 @@ def test_cache_encodes_each_distinct_text_once(counting: tuple[Embedder, Countin
     assert (info.hits, info.misses, info.size, info.maxsize) == (1, 2, 2, 3)
 
 
+@pytest.mark.slow
 def test_cache_is_a_bounded_lru(counting: tuple[Embedder, CountingEncoder]) -> None:
     emb, encoder = counting
     emb.encode(["a text", "b text", "c text"])
@@ -90,6 +91,7 @@ def test_cache_keys_are_content_hashes() -> None:
     assert len(text_key("x" * 100_000)) == 32  # a digest, not the text
 
 
+@pytest.mark.slow
 def test_cache_disabled_and_empty_input(counting: tuple[Embedder, CountingEncoder]) -> None:
     _, encoder = counting
     emb = Embedder(encoder, model_name=MINILM_NAME, cache_size=0)
@@ -102,6 +104,7 @@ def test_cache_disabled_and_empty_input(counting: tuple[Embedder, CountingEncode
         Embedder(encoder, model_name=MINILM_NAME, cache_size=-1)
 
 
+@pytest.mark.slow
 def test_cache_is_thread_safe(minilm: Embedder) -> None:
     emb = Embedder(minilm.encoder, model_name=MINILM_NAME, cache_size=8)
     texts = [f"message number {i}" for i in range(12)]
@@ -132,6 +135,7 @@ def semantic() -> SemanticDefense:
     return defense
 
 
+@pytest.mark.slow
 def test_semantic_blocks_a_known_attack_and_allows_a_benign_request(
     semantic: SemanticDefense,
 ) -> None:
@@ -150,6 +154,7 @@ def test_semantic_blocks_a_known_attack_and_allows_a_benign_request(
     assert "attack=" in semantic.version
 
 
+@pytest.mark.slow
 def test_check_and_check_batch_agree(semantic: SemanticDefense) -> None:
     texts = [ATTACK, BENIGN, "", "Bonjour, comment vas-tu ?"]
     batch = semantic.check_batch(texts)
@@ -176,6 +181,7 @@ def test_score_formula_with_and_without_benign_bank(semantic: SemanticDefense) -
     assert verdict.score < no_bank.score  # ... which lowers its score
 
 
+@pytest.mark.slow
 def test_top_k_averages_the_k_nearest(minilm: Embedder) -> None:
     bank = Bank("toy", ("1", "2", "3"), ("alpha beta", "gamma delta", "epsilon"), ("x", "x", "x"))
     one = SemanticDefense(minilm, bank, top_k=1)
@@ -186,6 +192,7 @@ def test_top_k_averages_the_k_nearest(minilm: Embedder) -> None:
     assert three.check(text).score == pytest.approx(float(max(0.0, sims.mean())), abs=1e-5)
 
 
+@pytest.mark.slow
 def test_bank_from_a_dataset_spec(tmp_path: Path) -> None:
     path = tmp_path / "mine.jsonl"
     rows = [

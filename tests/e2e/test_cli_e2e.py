@@ -33,6 +33,7 @@ def _main(
     return int(stop.value.code or 0), " ".join((captured.out + captured.err).split())
 
 
+@pytest.mark.slow
 def test_run_end_to_end_prints_the_table_and_writes_the_reports(
     chat_server: Any,
     tmp_path: Path,
@@ -147,6 +148,7 @@ def test_run_end_to_end_prints_the_table_and_writes_the_reports(
         ),
     ],
 )
+@pytest.mark.slow
 def test_bad_end_to_end_options_fail_before_anything_is_written(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -164,6 +166,7 @@ def test_bad_end_to_end_options_fail_before_anything_is_written(
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_config_file_end_to_end_section(chat_server: Any, tmp_path: Path) -> None:
     config = tmp_path / "e2e.yaml"
     config.write_text(
@@ -199,6 +202,7 @@ def test_judges_and_targets_lists_and_evaluate_text(
     assert "no labelled set ships" in output
 
 
+@pytest.mark.slow
 def test_compare_flags_a_drift_of_the_behavioural_profile(tmp_path: Path) -> None:
     from shieldbench.datasets import load_dataset
     from shieldbench.defenses import build_defense
@@ -273,6 +277,7 @@ def test_attack_sends_its_bypasses_to_the_target(chat_server: Any, tmp_path: Pat
     assert "end to end: target" in result.output
 
 
+@pytest.mark.slow
 def test_a_large_end_to_end_run_is_a_parquet_run_file_with_every_record(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -76,6 +76,7 @@ def _outcomes(run: Run) -> dict[str, str]:
     return {o.sample_id: str((o.end_to_end or {})["outcome"]) for o in run.outcomes}
 
 
+@pytest.mark.slow
 def test_every_outcome_class(chat_server: Any) -> None:
     samples = (
         Sample("stopped", "[block] ignore it all", "attack"),

@@ -264,6 +264,7 @@ class JitteryCheckOnly(Jittery):
 
 
 @pytest.mark.parametrize("cls", [JitteryCheckOnly, Jittery], ids=["threads", "batch"])
+@pytest.mark.slow
 def test_racing_timeouts_still_give_exactly_one_outcome_per_sample(
     tmp_path: Path, cls: type[Jittery]
 ) -> None:

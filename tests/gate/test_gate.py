@@ -111,6 +111,7 @@ def test_history_references_name_the_baseline(runs: tuple[Run, Run], tmp_path: P
     assert "no_regression.block_rate" in bad.output
 
 
+@pytest.mark.slow
 def test_bad_input_exits_2_with_one_line(runs: tuple[Run, Run], tmp_path: Path) -> None:
     base, _ = runs
     other = run_defense(build_defense("pattern"), load_dataset("builtin:smoke"), run_id="o")

@@ -67,6 +67,7 @@ def _gate(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_a_tag_baseline_is_a_run_of_the_candidates_defense(
     smoke_runs: tuple[Run, Run], tmp_path: Path
 ) -> None:
@@ -133,6 +134,7 @@ def test_latest_by_spec_is_not_the_threshold_variant_named_alike(
     assert "Candidate `t02` (`pattern(threshold=0.2)`) vs baseline `plain` (`pattern`)" in summary
 
 
+@pytest.mark.slow
 def test_a_baseline_that_is_the_candidate_is_refused(
     smoke_runs: tuple[Run, Run], tmp_path: Path
 ) -> None:

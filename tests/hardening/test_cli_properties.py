@@ -182,6 +182,7 @@ def _check_one(command: str, data: st.DataObject) -> None:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(data=st.data())
+@pytest.mark.slow
 def test_every_command_survives_bad_input(command: str, data: st.DataObject) -> None:
     _check_one(command, data)
 

@@ -55,6 +55,7 @@ def test_writers_escape_what_utf8_cannot_encode(tmp_path: Path) -> None:
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp left
 
 
+@pytest.mark.slow
 def test_the_checkpoint_survives_when_the_run_file_cannot_be_written(
     cli: Cli, small_data: Path, tmp_path: Path
 ) -> None:
@@ -91,6 +92,7 @@ def test_the_checkpoint_survives_when_the_run_file_cannot_be_written(
         ["calibrate", "{data}", "--json", "{dir}"],
     ],
 )
+@pytest.mark.slow
 def test_every_output_path_is_checked_before_any_work(
     cli: Cli, small_data: Path, tmp_path: Path, args: list[str]
 ) -> None:
@@ -186,6 +188,7 @@ def test_command_line_specs_that_contradict_the_config_are_refused(
     assert "edit the config's defenses: list" in result.text
 
 
+@pytest.mark.slow
 def test_compare_margin_gates_with_the_exit_code(
     cli: Cli, small_data: Path, tmp_path: Path
 ) -> None:
@@ -203,6 +206,7 @@ def test_compare_margin_gates_with_the_exit_code(
     assert passing.code == 0, passing.text
 
 
+@pytest.mark.slow
 def test_compare_refuses_runs_whose_labels_differ_under_one_hash(
     cli: Cli, small_data: Path, tmp_path: Path
 ) -> None:
@@ -219,6 +223,7 @@ def test_compare_refuses_runs_whose_labels_differ_under_one_hash(
     assert "is labelled 'attack' in one and 'benign' in the other" in result.text
 
 
+@pytest.mark.slow
 def test_exit_codes_version_and_help(cli: Cli) -> None:
     version = cli("--version")
     assert version.code == 0
@@ -243,6 +248,7 @@ def test_calibrate_on_an_attack_file_says_what_it_is(cli: Cli, tmp_path: Path) -
     assert "KeyError" not in result.text
 
 
+@pytest.mark.slow
 def test_a_defense_calling_sys_exit_is_an_error_outcome(
     cli: Cli, small_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -36,6 +36,7 @@ def _all_text(folder: Path) -> str:
     ],
 )
 @pytest.mark.parametrize("command", ["check", "run"])
+@pytest.mark.slow
 def test_bad_header_values_are_refused_alike_without_showing_them(
     cli: Cli, small_data: Path, tmp_path: Path, value: str, what: str, command: str
 ) -> None:
@@ -63,6 +64,7 @@ def test_credentials_in_an_http_url_are_refused_and_masked(cli: Cli) -> None:
         assert SECRET not in result.out + result.err
 
 
+@pytest.mark.slow
 def test_an_echoed_secret_is_masked_everywhere(
     cli: Cli, serve: Serve, small_data: Path, tmp_path: Path
 ) -> None:
@@ -107,6 +109,7 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.slow
 def test_a_run_whose_calls_all_fail_exits_non_zero_after_writing(
     cli: Cli, small_data: Path, tmp_path: Path
 ) -> None:
@@ -128,6 +131,7 @@ def test_a_run_whose_calls_all_fail_exits_non_zero_after_writing(
     assert allowed.code == 0, allowed.text
 
 
+@pytest.mark.slow
 def test_http_timeouts_are_counted_as_timeouts_and_named_in_advice(
     cli: Cli, serve: Serve, small_data: Path, tmp_path: Path
 ) -> None:

@@ -36,6 +36,7 @@ def hostile_data(tmp_path: Path) -> Path:
         ["run", "-d", "pattern", "-D", "jsonl:{f}", "--out", "{out}"],
     ],
 )
+@pytest.mark.slow
 def test_escape_sequences_in_data_are_shown_not_obeyed(
     cli: Cli, hostile_data: Path, tmp_path: Path, args: list[str]
 ) -> None:
@@ -63,6 +64,7 @@ def test_a_real_terminal_keeps_its_colours() -> None:
     assert "\x1b[2J" not in buffer.getvalue()
 
 
+@pytest.mark.slow
 def test_piped_tables_keep_every_name_and_interval_whole(cli: Cli, tmp_path: Path) -> None:
     specs = [
         "pattern",

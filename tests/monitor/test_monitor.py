@@ -83,6 +83,7 @@ def _config(tmp_path: Path, hook: str, **extra: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_defense_made_worse_raises_one_alert_posted_and_stored(
     tmp_path: Path, drifting: Path, webhook: WebhookReceiver
 ) -> None:
@@ -135,6 +136,7 @@ def test_a_defense_made_worse_raises_one_alert_posted_and_stored(
          "sinks: {webhook: {url: 'ftp://x'}}\n", "webhook.url: an http(s) URL is required"),
     ],
 )  # fmt: skip
+@pytest.mark.slow
 def test_bad_configs_exit_2_naming_file_and_key(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "m.yaml"
     path.write_text(text, encoding="utf-8")

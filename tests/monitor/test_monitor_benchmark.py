@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from shieldbench.benchmark import BenchmarkEvents
 from shieldbench.datasets import Dataset
 from shieldbench.monitor import Monitor, load_monitor_config
@@ -29,6 +31,7 @@ class Recorder(BenchmarkEvents):
         self.benchmarks.append((folder, benchmark_id))
 
 
+@pytest.mark.slow
 def test_each_pair_of_a_cycle_is_a_one_job_benchmark(tmp_path: Path) -> None:
     config = tmp_path / "monitor.yaml"
     config.write_text(

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from shieldbench.monitor import Monitor, load_monitor_config
 from shieldbench.store import open_store
 
 
+@pytest.mark.slow
 def test_each_defense_is_compared_with_its_own_last_run(tmp_path: Path) -> None:
     config = tmp_path / "monitor.yaml"
     config.write_text(

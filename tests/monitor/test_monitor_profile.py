@@ -70,6 +70,7 @@ def _config(tmp_path: Path, hook: str, target: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_model_that_starts_refusing_raises_one_drift_alert(
     tmp_path: Path, chat_server: Any, webhook: WebhookReceiver
 ) -> None:
@@ -109,6 +110,7 @@ def test_a_model_that_starts_refusing_raises_one_drift_alert(
         store.close()
 
 
+@pytest.mark.slow
 def test_end_to_end_section_is_checked(tmp_path: Path) -> None:
     path = tmp_path / "m.yaml"
     base = "defenses: [none]\nsuites: [{dataset: 'builtin:smoke'}]\n"

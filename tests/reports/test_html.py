@@ -86,6 +86,7 @@ def attack_html(attack_result: AttackResult) -> str:
     return render_html(build_report([], attack=attack_result, generated_at=START))
 
 
+@pytest.mark.slow
 def test_self_contained_and_locked_down(comparison_html: str, attack_html: str) -> None:
     for html in (comparison_html, attack_html):
         page = _parse(html)
@@ -107,6 +108,7 @@ def test_self_contained_and_locked_down(comparison_html: str, attack_html: str) 
         assert "unsafe-inline" not in policy.split("script-src", 1)[1].split(";", 1)[0]
 
 
+@pytest.mark.slow
 def test_charts_tables_and_sections_are_present(comparison_html: str) -> None:
     page = _parse(comparison_html)
     tags = Counter(tag for tag, _ in page.tags)

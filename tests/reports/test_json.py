@@ -65,6 +65,7 @@ def reports(
 @pytest.mark.parametrize(
     "name", ["run", "benchmark", "comparison_ni", "attack", "composites", "no_scores"]
 )
+@pytest.mark.slow
 def test_every_report_validates_against_the_schema(reports: dict[str, Report], name: str) -> None:
     text = render_json(reports[name])
     data = _strict_loads(text)  # no NaN / Infinity anywhere
@@ -137,6 +138,7 @@ def _mutations(good: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+@pytest.mark.slow
 def test_the_schema_rejects_broken_reports(reports: dict[str, Report]) -> None:
     good = json.loads(render_json(reports["run"]))
     _validate(good)

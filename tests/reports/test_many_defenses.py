@@ -157,6 +157,7 @@ def test_by_category_is_compare_pairs_by_group_of_the_runs(
     assert build_report(runs[:1]).groups[0].by_category is None
 
 
+@pytest.mark.slow
 def test_compare_by_category_and_the_report_agree(tmp_path: Path) -> None:
     n = 30
     rows = {
@@ -229,6 +230,7 @@ class _Page(HTMLParser):
 
 
 @pytest.mark.parametrize("n", [2, 6, 12])
+@pytest.mark.slow
 def test_html_layout_for_n_defenses(many: dict[int, Report], n: int) -> None:
     report = many[n]
     html = render_page(report, charts=False)
@@ -295,6 +297,7 @@ def _narrowest_px(table: list[list[str]]) -> float:
 
 
 @pytest.mark.parametrize("n", [2, 6, 12])
+@pytest.mark.slow
 def test_markdown_tables_fit_a_pull_request_comment(many: dict[int, Report], n: int) -> None:
     doc = render_markdown(many[n])
     tables = _md_tables(doc)
@@ -315,6 +318,7 @@ def test_markdown_tables_fit_a_pull_request_comment(many: dict[int, Report], n: 
         assert table[0][0] == "a vs b"
 
 
+@pytest.mark.slow
 def test_run_max_fpr_reaches_the_reports(tmp_path: Path) -> None:
     out = tmp_path / "bench"
     args = ["run", "-d", "pattern", "-d", "pattern(threshold=0.9)", "-D", "builtin:smoke"]

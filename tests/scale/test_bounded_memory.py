@@ -155,6 +155,7 @@ class _Watching:
         return Verdict("ignore" in text, score=1.0 if "ignore" in text else 0.0)
 
 
+@pytest.mark.slow
 def test_the_engine_reads_the_dataset_a_window_at_a_time(tmp_path: Path) -> None:
     size = window_size(QUIET)
     n = 2 * size + 1234
@@ -187,6 +188,7 @@ class _Interrupting:
         return Verdict("ignore" in text)
 
 
+@pytest.mark.slow
 def test_a_windowed_run_resumes_from_its_checkpoint(tmp_path: Path) -> None:
     size = window_size(QUIET)
     n = size + 5000

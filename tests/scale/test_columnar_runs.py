@@ -87,6 +87,7 @@ def test_foreign_or_damaged_parquet_is_a_clear_error(tmp_path: Path) -> None:
         load_run(tmp_path / "missing.parquet")
 
 
+@pytest.mark.slow
 def test_report_and_compare_read_parquet_runs(tmp_path: Path) -> None:
     a = save_run(_run(60), tmp_path / "runs" / "a.parquet")
     save_run(_run(60, "r2"), tmp_path / "runs" / "b.json")

@@ -33,6 +33,7 @@ CHILD = textwrap.dedent(
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc, trims glibc")
+@pytest.mark.slow
 def test_freed_heap_is_returned_and_live_data_kept() -> None:
     done = subprocess.run(
         [sys.executable, "-c", CHILD],

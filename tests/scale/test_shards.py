@@ -85,6 +85,7 @@ def test_bad_shard_options_are_refused(bad: str) -> None:
         parse_shard(bad)
 
 
+@pytest.mark.slow
 def test_cli_shard_and_merge_round_trip(tmp_path: Path) -> None:
     files = []
     for i in (1, 2):

@@ -204,6 +204,7 @@ def test_verify_names_every_broken_record_not_only_the_first(store_url: str) -> 
         store.close()
 
 
+@pytest.mark.slow
 def test_decision_kind_and_created_edits_fail_audit_verify(tmp_path: Path) -> None:
     from guardtest import cli
 

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 from alembic import command
 from guardtest import cli
@@ -128,6 +129,7 @@ def _bodies(prefix: str, ages_days: list[float]) -> list[dict[str, object]]:
     ]
 
 
+@pytest.mark.slow
 def test_retention_keeps_every_chain_verifiable_and_verify_names_the_replica(
     store_url: str, tmp_path: Path
 ) -> None:
@@ -191,6 +193,7 @@ def _chained_rows(chain: str, count: int) -> list[dict[str, object]]:
     pick=st.integers(0, 10_000),
     edit=st.sampled_from(["delete", "body"]),
 )
+@pytest.mark.slow
 def test_verify_names_the_chain_and_record_of_any_single_break(
     lengths: list[int], pick: int, edit: str
 ) -> None:

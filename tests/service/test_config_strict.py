@@ -150,6 +150,7 @@ def test_the_library_record_is_checked_too() -> None:
         ("api_keys_file: 123", "api_keys_file = 123"),
     ],
 )
+@pytest.mark.slow
 def test_serve_exits_2_naming_key_and_value(tmp_path: Path, line: str, named: str) -> None:
     config = tmp_path / "serve.yaml"
     config.write_text(f"defense: pattern\n{line}\n", encoding="utf-8")

@@ -126,6 +126,7 @@ def test_kill_9_under_load_keeps_every_answered_decision(
     assert cli("audit", "verify", "--db", server.db).returncode == 0
 
 
+@pytest.mark.slow
 def test_identical_concurrent_requests_reach_the_defense_once(
     start_server: Callable[..., Server], tmp_path: Path
 ) -> None:
@@ -139,6 +140,7 @@ def test_identical_concurrent_requests_reach_the_defense_once(
     assert dedup == ["hit"] * 99 + ["miss"]
 
 
+@pytest.mark.slow
 def test_dual_mode_warn_runs_after_the_response_and_is_stored(
     start_server: Callable[..., Server],
 ) -> None:
@@ -158,6 +160,7 @@ def test_dual_mode_warn_runs_after_the_response_and_is_stored(
     assert next(iter(warns.values()))["flagged_inline_allowed"] is True
 
 
+@pytest.mark.slow
 def test_dual_mode_overflow_is_counted_and_recorded_and_shutdown_flushes_the_rest(
     start_server: Callable[..., Server], tmp_path: Path
 ) -> None:
@@ -187,6 +190,7 @@ def test_dual_mode_overflow_is_counted_and_recorded_and_shutdown_flushes_the_res
     assert all(w["warn"] == "flagged" for w in warns)
 
 
+@pytest.mark.slow
 def test_monitor_mode_never_blocks_and_fail_open_is_loud(
     start_server: Callable[..., Server],
 ) -> None:
@@ -222,6 +226,7 @@ def webhook() -> Iterator[tuple[str, list[dict[str, Any]]]]:
     server.server_close()
 
 
+@pytest.mark.slow
 def test_alert_posts_once_to_the_webhook_with_cooldown_and_is_stored(
     start_server: Callable[..., Server],
     tmp_path: Path,

@@ -90,6 +90,7 @@ CHECK_PATHS = ("/v1/check", "/v1/score")
 
 
 @pytest.mark.parametrize("depth", [MAX_JSON_DEPTH, MAX_JSON_DEPTH + 1, 300, 1000, 5000])
+@pytest.mark.slow
 def test_deep_metadata_gets_one_clean_answer_everywhere(server: Server, depth: int) -> None:
     metadata = nested(depth - 1)  # the body's own object is the first level
     body = '{"text": "hello", "metadata": ' + metadata + "}"
@@ -119,6 +120,7 @@ def test_deep_metadata_gets_one_clean_answer_everywhere(server: Server, depth: i
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(depth=st.integers(1, 400), shape=st.sampled_from(["{", "[", "{[", "[{{"]))
+@pytest.mark.slow
 def test_any_nesting_is_answered_or_refused_cleanly(server: Server, depth: int, shape: str) -> None:
     body = '{"text": "hi", "metadata": {"m": ' + nested(depth, shape) + "}}"
     total = depth + 2
@@ -150,6 +152,7 @@ def _batch_count(c: httpx.Client) -> float:
 
 
 @pytest.mark.parametrize("bad_at", [0, 2, 4])
+@pytest.mark.slow
 def test_a_batch_with_one_bad_item_screens_audits_and_counts_nothing(
     server: Server, bad_at: int
 ) -> None:
@@ -184,6 +187,7 @@ def _has(db: str, decision_id: str) -> bool:
 # -- the key first -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_route_but_the_probes_needs_the_key(server: Server) -> None:
     with server.client() as c:
         assert c.get("/openapi.json").status_code == 401
@@ -218,6 +222,7 @@ def test_every_route_but_the_probes_needs_the_key(server: Server) -> None:
     ids=["malformed", "binary", "wrong-type", "too-deep", "too-large"],
 )
 @pytest.mark.parametrize("path", ["/v1/check", "/v1/score", "/v1/chat/completions"])
+@pytest.mark.slow
 def test_the_key_is_checked_before_the_body(server: Server, body: bytes, path: str) -> None:
     with server.client(headers={"content-type": "application/json"}) as c:
         for headers in ({}, {"authorization": "Bearer wrong"}, {"x-api-key": KEY[:-1]}):
@@ -241,6 +246,7 @@ def test_the_key_is_checked_before_the_body(server: Server, body: bytes, path: s
         ("GET", "/docs/"),
     ],
 )
+@pytest.mark.slow
 def test_a_trailing_slash_is_not_redirected_anywhere(
     server: Server, host: str, method: str, path: str
 ) -> None:
@@ -279,6 +285,7 @@ def _drip_until_closed(socks: list[socket.socket], limit_s: float) -> dict[int, 
     return closed
 
 
+@pytest.mark.slow
 def test_connections_that_never_finish_their_headers_are_closed(server: Server) -> None:
     address = _address(server)
     socks = [socket.create_connection(address, timeout=5) for _ in range(40)]
@@ -294,6 +301,7 @@ def test_connections_that_never_finish_their_headers_are_closed(server: Server) 
     assert max(closed.values()) < HEADER_TIMEOUT_S + 5
 
 
+@pytest.mark.slow
 def test_a_kept_alive_connection_is_bounded_too_and_honest_ones_are_not_cut(
     server: Server,
 ) -> None:
@@ -317,6 +325,7 @@ def test_a_kept_alive_connection_is_bounded_too_and_honest_ones_are_not_cut(
         assert slow_body.recv(65536).startswith(b"HTTP/1.1 200")
 
 
+@pytest.mark.slow
 def test_the_header_timeout_is_configured_strictly(tmp_path: Path) -> None:
     from guardtest import cli
 

@@ -313,6 +313,7 @@ def test_fsync_options_keep_the_chain(tmp_path: Path, fsync_s: float) -> None:
         ServeConfig(journal_fsync_s=-1)
 
 
+@pytest.mark.slow
 def test_a_second_server_on_one_store_is_refused(start_server: Callable[..., Server]) -> None:
     first = start_server("--defense", "pattern")
     second = cli("serve", "--port", "0", "--db", first.db, "--defense", "pattern")

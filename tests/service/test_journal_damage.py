@@ -164,6 +164,7 @@ def test_every_readable_record_reaches_the_store_and_every_other_byte_is_quarant
         assert "sequence gap" in (report.problem or "")
 
 
+@pytest.mark.slow
 def test_one_corrupted_byte_on_line_300_of_600_loses_one_record_and_verify_fails(
     tmp_path: Path,
 ) -> None:
@@ -204,6 +205,7 @@ def test_one_corrupted_byte_on_line_300_of_600_loses_one_record_and_verify_fails
     assert "seq=301" in last.stderr
 
 
+@pytest.mark.slow
 def test_a_torn_line_followed_by_good_ones_neither_stops_them_nor_the_server(
     tmp_path: Path, start_server: Callable[..., Server]
 ) -> None:
@@ -346,6 +348,7 @@ journal.write(second)
 """
 
 
+@pytest.mark.slow
 def test_a_write_the_file_size_limit_cuts_leaves_no_torn_bytes(tmp_path: Path) -> None:
     import subprocess
     import sys

@@ -12,6 +12,7 @@ from guardtest import Server, Upstream, cli
 openai = pytest.importorskip("openai")
 
 
+@pytest.mark.slow
 def test_openai_client_through_the_proxy(
     start_server: Callable[..., Server], upstream: Upstream
 ) -> None:

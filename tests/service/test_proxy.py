@@ -44,6 +44,7 @@ def proxy(start_server: Callable[..., Server], upstream: Upstream) -> Server:
     )
 
 
+@pytest.mark.slow
 def test_blocked_request_is_never_forwarded(proxy: Server, upstream: Upstream) -> None:
     with proxy.client() as c:
         response = c.post("/v1/chat/completions", json=_chat(ATTACK))
@@ -55,6 +56,7 @@ def test_blocked_request_is_never_forwarded(proxy: Server, upstream: Upstream) -
 
 
 @pytest.mark.parametrize("stream", [1, 0, 1.0, "true", None])
+@pytest.mark.slow
 def test_non_boolean_stream_is_rejected_and_never_forwarded(
     proxy: Server, upstream: Upstream, stream: object
 ) -> None:
@@ -68,6 +70,7 @@ def test_non_boolean_stream_is_rejected_and_never_forwarded(
     assert len(upstream.received) == 1  # only the well-formed request went upstream
 
 
+@pytest.mark.slow
 def test_allowed_request_is_forwarded_with_upstream_key(proxy: Server, upstream: Upstream) -> None:
     with proxy.client() as c:
         response = c.post("/v1/chat/completions", json=_chat("Say hello"))
@@ -79,6 +82,7 @@ def test_allowed_request_is_forwarded_with_upstream_key(proxy: Server, upstream:
     assert upstream.headers[0]["authorization"] == "Bearer upstream-key"
 
 
+@pytest.mark.slow
 def test_output_screening_filters_a_leaking_answer(proxy: Server) -> None:
     with proxy.client() as c:
         response = c.post("/v1/chat/completions", json=_chat("please LEAK it"))
@@ -89,6 +93,7 @@ def test_output_screening_filters_a_leaking_answer(proxy: Server) -> None:
     assert response.headers["x-shieldbench-output"] == "block"
 
 
+@pytest.mark.slow
 def test_streaming_passes_through_and_filters_a_leak(proxy: Server) -> None:
     with proxy.client() as c:
         clean = c.post("/v1/chat/completions", json=_chat("LONG please", stream=True))
@@ -103,6 +108,7 @@ def test_streaming_passes_through_and_filters_a_leak(proxy: Server) -> None:
     assert leak.headers["x-shieldbench-decision"]
 
 
+@pytest.mark.slow
 def test_streaming_without_output_defense_arrives_incrementally(
     start_server: Callable[..., Server], upstream: Upstream
 ) -> None:
@@ -118,6 +124,7 @@ def test_streaming_without_output_defense_arrives_incrementally(
     assert events == 41  # 40 words and [DONE], each its own event
 
 
+@pytest.mark.slow
 def test_upstream_failures_answer_gateway_errors_and_are_recorded(
     proxy: Server, upstream: Upstream
 ) -> None:
@@ -140,6 +147,7 @@ def test_upstream_failures_answer_gateway_errors_and_are_recorded(
     assert eventually(recorded)
 
 
+@pytest.mark.slow
 def test_slow_and_unreachable_upstream(
     start_server: Callable[..., Server], upstream: Upstream, tmp_path: Path
 ) -> None:

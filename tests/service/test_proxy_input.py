@@ -56,12 +56,14 @@ def _chat(*messages: dict[str, Any], **extra: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("role", ["system", "developer", "assistant", "function", "tool"])
+@pytest.mark.slow
 def test_every_role_is_screened_by_default(proxy: Server, upstream: Replay, role: str) -> None:
     message = {"role": role, "content": ATTACK}
     _refused(proxy, upstream, _chat(message, {"role": "user", "content": "hi"}), 400)
 
 
 @pytest.mark.parametrize("role", ["User", "user ", "USER", "bot", ""])
+@pytest.mark.slow
 def test_a_role_that_is_not_exactly_known_is_refused(
     proxy: Server, upstream: Replay, role: str
 ) -> None:
@@ -86,6 +88,7 @@ def test_a_role_that_is_not_exactly_known_is_refused(
     ],
     ids=["name", "refusal-part", "part-extra", "tool-arguments", "tool_call_id", "key"],
 )
+@pytest.mark.slow
 def test_every_string_of_a_message_is_screened(
     proxy: Server, upstream: Replay, message: dict[str, Any]
 ) -> None:
@@ -95,6 +98,7 @@ def test_every_string_of_a_message_is_screened(
 @pytest.mark.parametrize(
     "part", [{"text": ATTACK}, {"type": "Text", "text": ATTACK}, {"type": "blob", "text": ATTACK}]
 )
+@pytest.mark.slow
 def test_a_content_part_of_no_known_type_is_refused(
     proxy: Server, upstream: Replay, part: dict[str, Any]
 ) -> None:
@@ -119,6 +123,7 @@ def test_a_content_part_of_no_known_type_is_refused(
     ],
     ids=["message", "top", "part", "nan", "deep"],
 )
+@pytest.mark.slow
 def test_a_body_that_parses_two_ways_is_refused(
     proxy: Server, upstream: Replay, raw: bytes
 ) -> None:
@@ -127,6 +132,7 @@ def test_a_body_that_parses_two_ways_is_refused(
     assert response.json()["error"]["type"] in ("ambiguous_json", "json_too_deep")
 
 
+@pytest.mark.slow
 def test_the_parsed_body_is_forwarded(proxy: Server, upstream: Replay) -> None:
     body = _chat(
         {"role": "system", "content": "You are terse."},
@@ -140,12 +146,14 @@ def test_the_parsed_body_is_forwarded(proxy: Server, upstream: Replay) -> None:
     assert upstream.received[-1] != raw  # re-serialised, not the client's bytes
 
 
+@pytest.mark.slow
 def test_tools_and_other_fields_are_screened(proxy: Server, upstream: Replay) -> None:
     tool = {"type": "function", "function": {"name": "f", "description": ATTACK}}
     _refused(proxy, upstream, _chat({"role": "user", "content": "hi"}, tools=[tool]), 400)
     _refused(proxy, upstream, _chat({"role": "user", "content": "hi"}, metadata={"a": ATTACK}), 400)
 
 
+@pytest.mark.slow
 def test_a_blocked_caller_learns_the_decision_not_the_rules(
     proxy: Server, upstream: Replay
 ) -> None:
@@ -162,6 +170,7 @@ def test_a_blocked_caller_learns_the_decision_not_the_rules(
     assert "instruction_override" not in guard["blocked_reason"]
 
 
+@pytest.mark.slow
 def test_trusted_roles_and_exposed_reasons_are_the_operators_choice(
     tmp_path: Path, upstream: Replay
 ) -> None:
@@ -302,6 +311,7 @@ def _with_duplicate(body: Any) -> bytes:
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
+@pytest.mark.slow
 def test_an_attack_anywhere_in_a_request_is_screened_or_refused(
     proxy: Server, upstream: Replay, body: dict[str, Any], data: st.DataObject
 ) -> None:

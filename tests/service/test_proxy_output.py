@@ -67,6 +67,7 @@ def _filtered(response: Any) -> None:
     assert "content_filter" in response.text
 
 
+@pytest.mark.slow
 def test_a_key_at_the_start_of_a_long_event_is_caught(proxy: Server, upstream: Replay) -> None:
     event = _chunk({"content": f"{SECRET} " + "tail " * 700})  # 3,500 more characters
     _filtered(_ask(proxy, upstream, Reply.sse([event]), stream=True))
@@ -92,18 +93,21 @@ def test_a_key_at_the_start_of_a_long_event_is_caught(proxy: Server, upstream: R
     ],
     ids=["tool_calls", "reasoning_content", "reasoning", "refusal", "function_call"],
 )
+@pytest.mark.slow
 def test_every_streamed_field_is_screened(
     proxy: Server, upstream: Replay, delta: dict[str, Any]
 ) -> None:
     _filtered(_ask(proxy, upstream, Reply.sse([_chunk(delta)]), stream=True))
 
 
+@pytest.mark.slow
 def test_legacy_text_is_screened_streamed_and_whole(proxy: Server, upstream: Replay) -> None:
     _filtered(_ask(proxy, upstream, Reply.sse([_chunk({"text": LEAK}, legacy=True)]), stream=True))
     whole = {"object": "text_completion", "choices": [{"index": 0, "text": LEAK}]}
     _filtered(_ask(proxy, upstream, Reply.json(whole), stream=False))
 
 
+@pytest.mark.slow
 def test_plain_json_to_a_stream_request_is_screened_and_sent_as_sse(
     proxy: Server, upstream: Replay
 ) -> None:
@@ -117,6 +121,7 @@ def test_plain_json_to_a_stream_request_is_screened_and_sent_as_sse(
     assert assemble(response.text, streamed=True) == {(0, ("content",)): "fine"}
 
 
+@pytest.mark.slow
 def test_whole_tool_calls_are_screened(proxy: Server, upstream: Replay) -> None:
     call = {
         "id": "call_1",
@@ -138,6 +143,7 @@ def test_whole_tool_calls_are_screened(proxy: Server, upstream: Replay) -> None:
     assert "aws_access_key_id" not in response.text  # which rule fired is not told
 
 
+@pytest.mark.slow
 def test_a_key_across_a_check_boundary_is_never_released_in_part(
     proxy: Server, upstream: Replay
 ) -> None:
@@ -154,6 +160,7 @@ def test_a_key_across_a_check_boundary_is_never_released_in_part(
         assert "AKIA" not in response.text
 
 
+@pytest.mark.slow
 def test_a_clean_stream_is_released_while_it_arrives(proxy: Server, upstream: Replay) -> None:
     """The hold-back delays a stream by H + up to 256 characters, not to its end: the
     first text reaches the client while the upstream is still sending."""
@@ -175,6 +182,7 @@ def test_a_clean_stream_is_released_while_it_arrives(proxy: Server, upstream: Re
     assert assemble(text, streamed=True)[(0, ("content",))].endswith("word099 ")
 
 
+@pytest.mark.slow
 def test_unknown_fields_are_dropped(proxy: Server, upstream: Replay) -> None:
     body = {
         "x_debug": SECRET,
@@ -192,6 +200,7 @@ def test_unknown_fields_are_dropped(proxy: Server, upstream: Replay) -> None:
     assert response.json()["choices"][0]["message"] == {"role": "assistant", "content": "hello"}
 
 
+@pytest.mark.slow
 def test_an_upstream_4xx_message_is_screened(proxy: Server, upstream: Replay) -> None:
     body = {"error": {"message": f"bad key {SECRET}", "type": "invalid_request_error"}}
     response = _ask(proxy, upstream, Reply.json(body, status=400), stream=False)
@@ -199,6 +208,7 @@ def test_an_upstream_4xx_message_is_screened(proxy: Server, upstream: Replay) ->
     _no_secret(response.text)
 
 
+@pytest.mark.slow
 def test_an_upstream_redirect_is_not_followed(proxy: Server, upstream: Replay) -> None:
     before = len(upstream.received)
     response = _ask(proxy, upstream, Reply([b"{}"], status=307), stream=False)
@@ -227,6 +237,7 @@ MALFORMED = [
 
 
 @pytest.mark.parametrize("reply", MALFORMED, ids=[f"malformed{i}" for i in range(len(MALFORMED))])
+@pytest.mark.slow
 def test_a_malformed_answer_is_a_recorded_502(
     proxy: Server, upstream: Replay, reply: Reply
 ) -> None:
@@ -240,6 +251,7 @@ def test_a_malformed_answer_is_a_recorded_502(
     assert eventually(lambda: _gateway_errors(proxy.db) == before + 1)
 
 
+@pytest.mark.slow
 def test_a_malformed_event_mid_stream_ends_it_with_a_recorded_error(
     proxy: Server, upstream: Replay
 ) -> None:
@@ -263,6 +275,7 @@ def test_a_malformed_event_mid_stream_ends_it_with_a_recorded_error(
         HealthCheck.data_too_large,
     ],
 )
+@pytest.mark.slow
 def test_no_secret_reaches_the_client_in_any_answer_shape(
     proxy: Server, upstream: Replay, answer: Answer
 ) -> None:
@@ -283,6 +296,7 @@ def test_no_secret_reaches_the_client_in_any_answer_shape(
         assert got == {k: t for k, t in answer.texts.items() if t}
 
 
+@pytest.mark.slow
 def test_without_an_output_defense_answers_are_checked_not_trimmed(
     tmp_path: Path, upstream: Replay
 ) -> None:

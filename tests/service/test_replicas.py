@@ -190,6 +190,7 @@ def verify_chain_of(db: str):  # type: ignore[no-untyped-def]
         store.close()
 
 
+@pytest.mark.slow
 def test_sqlite_refuses_workers_and_a_second_server_naming_postgresql(
     start_server: Callable[..., Server], tmp_path: Path
 ) -> None:

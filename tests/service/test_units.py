@@ -63,6 +63,7 @@ def test_config_file_and_errors(tmp_path: Path) -> None:
         ServeConfig(strip=("tags", "everything"))
 
 
+@pytest.mark.slow
 def test_serve_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     spec = cli("serve", "--defense", "no-such-defense", "--db", f"sqlite:///{tmp_path}/h.db")
     assert spec.returncode == 2

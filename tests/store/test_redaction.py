@@ -124,6 +124,7 @@ def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_a_guard_that_echoes_secrets_leaves_none_in_the_history_or_its_export(
     echo_guard: str, tmp_path: Path
 ) -> None:
@@ -201,6 +202,7 @@ def _run(label: str, reasons: list[str], detail: str, error: str, e2e: str) -> R
     e2e=_planted(),
     alert=_planted(),
 )
+@pytest.mark.slow
 def test_no_planted_secret_reaches_the_store_on_any_path(
     tmp_path_factory: pytest.TempPathFactory,
     label: str,

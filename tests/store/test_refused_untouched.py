@@ -124,6 +124,7 @@ def _damage(data: bytes, page: int, size: int = 4096) -> bytes:
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(page=st.integers(min_value=2, max_value=64))
+@pytest.mark.slow
 def test_a_damaged_page_anywhere_is_refused_before_work_and_kept(
     tmp_path: Path, history: tuple[bytes, int], page: int
 ) -> None:
@@ -139,6 +140,7 @@ def test_a_damaged_page_anywhere_is_refused_before_work_and_kept(
     path.unlink()
 
 
+@pytest.mark.slow
 def test_run_on_a_damaged_history_exits_2_before_the_benchmark(
     tmp_path: Path, history: tuple[bytes, int]
 ) -> None:

@@ -256,6 +256,7 @@ def test_no_leftover_markers() -> None:
         json.loads(text)
 
 
+@pytest.mark.slow
 def test_benign_texts_never_address_an_ai() -> None:
     raw = _raw_bank()
     assert not [t for t in _benign_templates(raw) if AIMED.search(t)]

@@ -119,6 +119,7 @@ def _seed_rows() -> list[Example]:
     return rows
 
 
+@pytest.mark.slow
 def test_mix_two_has_its_counts_benign_dev_and_is_seeded() -> None:
     train, dev = mixed(_seed_rows(), seed=0, evaluated=["nothing to see here"])
     again, dev_again = mixed(_seed_rows(), seed=0, evaluated=["nothing to see here"])
@@ -148,6 +149,7 @@ def test_attack_documents_keep_their_injection_inside_the_training_view() -> Non
         assert len(text) <= _mix.CROP_CHARS + 80
 
 
+@pytest.mark.slow
 def test_benchmark_frames_are_not_in_the_written_training_data() -> None:
     triggers = importlib.import_module("research.shieldguard_triggers")
     assert triggers.check_frames_unused(["I saw 'cat' in a crossword clue this morning."]) == [

@@ -103,12 +103,14 @@ def _matches(template: str, text: str) -> bool:
     return re.fullmatch(pattern, text, flags=re.IGNORECASE | re.DOTALL) is not None
 
 
+@pytest.mark.slow
 def test_dev_outputs_come_only_from_dev_templates() -> None:
     train = [t for _, t in od.templates("train")]
     for text, _ in _sample("dev", 60, seed=3):
         assert not any(_matches(t, text) for t in train), text
 
 
+@pytest.mark.slow
 def test_enough_distinct_texts() -> None:
     assert od.distinct_texts("train") >= 20_000
     assert od.distinct_texts("train") + od.distinct_texts("dev") >= 20_000
@@ -143,6 +145,7 @@ def test_at_least_350_templates_and_25_slots() -> None:
     assert used == set(bank.slots), "every slot is used by some template"
 
 
+@pytest.mark.slow
 def test_no_braces_and_no_empty_texts() -> None:
     for split in od.SPLITS:
         for text, cat in _sample(split, 3_000, seed=7):

@@ -108,6 +108,7 @@ def test_data_dir_and_the_environment_are_checked_and_override_the_checkout(
         data_dir()
 
 
+@pytest.mark.slow
 def test_the_command_refuses_a_missing_data_dir_and_both_or_neither_of_out_and_prepare(
     tmp_path: Path,
 ) -> None:

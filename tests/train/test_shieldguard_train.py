@@ -199,6 +199,7 @@ def test_fit_elsewhere_then_export_here_gives_a_working_defense(tmp_path: Path) 
         assert single.score == pytest.approx(verdict.score, abs=1e-4)
 
 
+@pytest.mark.slow
 def test_train_cli_refuses_bad_inputs_with_exit_code_2(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     bad = tmp_path / "bad.jsonl.gz"
@@ -257,6 +258,7 @@ def _state(model: object) -> dict[str, object]:
     return {k: v.clone() for k, v in model.state_dict().items()}  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 def test_stage_two_starts_from_stage_one_weights_and_needs_variety_rows(tmp_path: Path) -> None:
     import torch
 

@@ -66,6 +66,7 @@ def _get(viewer: Server, path: str, status: int = 200) -> str:
     return r.text
 
 
+@pytest.mark.slow
 def test_runs_list_filters_sorts_and_pages_in_the_store(viewer: Server, history: History) -> None:
     with viewer.client() as c:
         every = c.get("/api/runs").json()
@@ -95,6 +96,7 @@ def test_runs_list_filters_sorts_and_pages_in_the_store(viewer: Server, history:
     assert history.other not in html
 
 
+@pytest.mark.slow
 def test_a_run_shows_its_figures_with_intervals_and_n(viewer: Server, history: History) -> None:
     with open_store(history.url, read_only=True) as store:
         info = store.info(history.base)
@@ -127,6 +129,7 @@ def test_a_run_shows_its_figures_with_intervals_and_n(viewer: Server, history: H
         ([], lambda o, s: True),
     ],
 )
+@pytest.mark.slow
 def test_the_sample_table_filters_outcomes_like_the_stored_run(
     viewer: Server, history: History, kinds: list[str], expected: object
 ) -> None:
@@ -143,6 +146,7 @@ def test_the_sample_table_filters_outcomes_like_the_stored_run(
     assert got["total"] == len(want)
 
 
+@pytest.mark.slow
 def test_sample_filters_by_text_category_tier_source_and_score(
     viewer: Server, history: History
 ) -> None:
@@ -167,6 +171,7 @@ def test_sample_filters_by_text_category_tier_source_and_score(
     _safe(html)
 
 
+@pytest.mark.slow
 def test_a_sample_page_shows_the_full_text_escaped(viewer: Server, history: History) -> None:
     html = _get(viewer, f"/runs/{history.base}/samples/0")
     _safe(html)
@@ -178,6 +183,7 @@ def test_a_sample_page_shows_the_full_text_escaped(viewer: Server, history: Hist
     _get(viewer, "/runs/no-such-run", status=404)
 
 
+@pytest.mark.slow
 def test_compare_pairs_the_runs_and_finds_the_planted_flip(
     viewer: Server, history: History
 ) -> None:
@@ -203,6 +209,7 @@ def test_compare_pairs_the_runs_and_finds_the_planted_flip(
     _get(viewer, f"/compare?run={history.base}", status=400)
 
 
+@pytest.mark.slow
 def test_trend_and_attacks_pages(viewer: Server, history: History) -> None:
     html = _get(viewer, "/trend")
     _safe(html)
@@ -226,6 +233,7 @@ def test_trend_and_attacks_pages(viewer: Server, history: History) -> None:
     _get(viewer, "/attacks/nope", status=404)
 
 
+@pytest.mark.slow
 def test_the_viewer_cannot_write(history: History) -> None:
     from shieldbench.alerts import Alert
     from shieldbench.errors import StoreError

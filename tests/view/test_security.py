@@ -35,6 +35,7 @@ from .conftest import SAMPLES, History, Server
 TOKEN = "t0ken-for-the-tests-0123456789"
 
 
+@pytest.mark.slow
 def test_a_token_is_needed_on_every_request_when_set(sqlite_history: History) -> None:
     with open_store(sqlite_history.url, read_only=True) as store:
         server = Server(store, token=TOKEN)
@@ -61,6 +62,7 @@ def test_a_token_is_needed_on_every_request_when_set(sqlite_history: History) ->
             server.stop()
 
 
+@pytest.mark.slow
 def test_without_a_token_only_loopback_host_names_are_answered(sqlite_viewer: Server) -> None:
     with sqlite_viewer.client() as c:
         for evil in ("evil.example:8765", "127.evil.example", "localhost.evil.example:80"):
@@ -95,6 +97,7 @@ def test_binding_off_loopback_needs_a_token(host: str, loopback: bool) -> None:
         check_bind(host, "short")
 
 
+@pytest.mark.slow
 def test_the_command_refuses_a_public_host_without_token_before_opening_anything(
     tmp_path: Path,
 ) -> None:
@@ -118,6 +121,7 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.slow
 def test_reading_changes_nothing_in_a_sqlite_file(sqlite_history: History, tmp_path: Path) -> None:
     copy = tmp_path / "copy.db"
     shutil.copy(sqlite_history.url, copy)
@@ -170,6 +174,7 @@ SCORES = st.one_of(st.none(), st.floats(0, 1))
     size=st.integers(1, 4),
     page=st.integers(0, 3),
 )
+@pytest.mark.slow
 def test_any_sample_filter_agrees_with_reading_the_whole_run(
     sqlite_history: History,
     kinds: list[str],
