@@ -296,9 +296,10 @@ def test_end_to_end_runs_are_windowed_like_any_run(
              "hello", "[refuse-ja] d", "[secret] e"]
         )
     )  # fmt: skip
-    whole = run_defense(
-        Marker(), Dataset("t", samples), config=PATIENT, end_to_end=_plan(chat_server.url)
-    )
+    # one plan (so one canary) for both runs: an answer carrying a random canary in
+    # base64 can read as another language's stop words, and the profiles would differ
+    plan = _plan(chat_server.url)
+    whole = run_defense(Marker(), Dataset("t", samples), config=PATIENT, end_to_end=plan)
     taken: list[int] = []
     from shieldbench.engine import _e2e
 
@@ -310,9 +311,7 @@ def test_end_to_end_runs_are_windowed_like_any_run(
 
     monkeypatch.setattr(_e2e, "apply_end_to_end", spy)
     monkeypatch.setattr(_run, "window_size", lambda config: 3)
-    windowed = run_defense(
-        Marker(), Dataset("t", samples), config=PATIENT, end_to_end=_plan(chat_server.url)
-    )
+    windowed = run_defense(Marker(), Dataset("t", samples), config=PATIENT, end_to_end=plan)
     assert taken == [3, 3, 2]
     assert _outcomes(windowed) == _outcomes(whole)
     assert windowed.end_to_end["profile"] == whole.end_to_end["profile"]
