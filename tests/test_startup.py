@@ -17,9 +17,14 @@ from pathlib import Path
 import pytest
 
 HEAVY = ("scipy", "matplotlib", "datasketch", "pyarrow", "torch", "ray")
+# Everything a model, a store, a service or a report needs: neither ``import
+# shieldbench`` nor ``shieldbench --help`` may load any of it.
+LIBRARY_STACK = ("numpy", "pandas", "pydantic", "sqlalchemy", "alembic", "psycopg", "jinja2",
+    "yaml", "httpx", "aiohttp", "sklearn", "transformers", "onnxruntime", "fastapi", "uvicorn",
+    "starlette", "re2", "asyncio")  # fmt: skip
 # Each entry point and what it must not import (on top of HEAVY).
 ENTRY_POINTS = {
-    "shieldbench": ("jinja2", "yaml", "numpy", "httpx", "aiohttp", "sklearn"),
+    "shieldbench": LIBRARY_STACK,
     "shieldbench.cli": ("jinja2", "yaml", "httpx", "aiohttp", "sklearn"),
     "shieldbench.datasets": ("numpy",),
     "shieldbench.attacks": ("numpy",),
@@ -53,7 +58,7 @@ def test_the_probe_sees_heavy_imports() -> None:
     assert "scipy" in imported
 
 
-@pytest.mark.parametrize("package", ["shieldbench.defenses", "shieldbench.attacks"])
+@pytest.mark.parametrize("package", ["shieldbench", "shieldbench.defenses", "shieldbench.attacks"])
 def test_every_public_name_resolves(package: str) -> None:
     """Names exported lazily (PEP 562) are still there, with their real objects."""
     module = importlib.import_module(package)
@@ -116,3 +121,95 @@ def test_a_pattern_only_run_imports_only_what_it_uses(tmp_path: Path) -> None:
     # The statistics use scipy.special: scipy.stats (every distribution, a second) is
     # not needed.
     assert "scipy.stats" not in modules
+
+
+# What the commands use; ``--help`` (which registers every command) loads none of it,
+# and neither does importing the package root (every ``shieldbench.X`` import runs it
+# first), which re-exports some of these names lazily. The command line does load
+# shieldbench.types, for the option texts (the error policies) and defaults.
+LIBRARY_PACKAGES = ("shieldbench.attacks", "shieldbench.benchmark", "shieldbench.datasets",
+    "shieldbench.defenses", "shieldbench.engine", "shieldbench.metrics", "shieldbench.reports",
+    "shieldbench.runfiles", "shieldbench.runio", "shieldbench.store")  # fmt: skip
+
+
+def _loaded(modules: set[str], packages: tuple[str, ...]) -> list[str]:
+    return sorted(
+        m for m in modules if m in packages or m.startswith(tuple(f"{p}." for p in packages))
+    )
+
+
+def test_importing_the_package_loads_only_its_errors() -> None:
+    code = "import json, sys, shieldbench\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    modules = set(json.loads(out))
+    assert "shieldbench.errors" in modules  # the probe saw the package
+    assert not _loaded(modules, (*LIBRARY_PACKAGES, "shieldbench.types"))
+
+
+def test_the_package_root_lists_and_imports_every_public_name() -> None:
+    """The lazy names are in ``dir()`` before first use, and ``from shieldbench import
+    X`` gives the object of the module that defines it."""
+    code = (
+        "import json, shieldbench\n"
+        "listed = set(dir(shieldbench)) >= set(shieldbench.__all__)\n"
+        "from shieldbench import Dataset, Run, build_defense, run_benchmark, save_run\n"
+        "from shieldbench.benchmark import run_benchmark as rb\n"
+        "from shieldbench.datasets import Dataset as D\n"
+        "from shieldbench.types import Run as R\n"
+        "print(json.dumps([listed, Dataset is D, Run is R, run_benchmark is rb]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    assert json.loads(out) == [True, True, True, True]
+
+
+HELP_FORBIDDEN = ("rich.markdown", "rich.traceback", "rich.syntax", "rich.pretty", "markdown_it",
+    "pygments")  # fmt: skip
+
+
+@pytest.mark.parametrize("args", [["--help"], ["run", "--help"], ["defenses", "--help"]])
+def test_help_loads_no_library_package_and_no_markdown(args: list[str], tmp_path: Path) -> None:
+    """``--help`` registers every command without importing what the commands use, and
+    formats with typer's rich formatter without its Markdown and traceback modules."""
+    modules = _imported_by_command(args, tmp_path, full=True)
+    assert "typer.rich_utils" in modules  # the probe saw the help formatted
+    assert not _loaded(modules, LIBRARY_PACKAGES + HELP_FORBIDDEN)
+    # Parsing a command's options (a sub-command's --help included) is typer's own
+    # pydantic-based coercion (typer._adapters); the root --help parses none.
+    allowed = {"pydantic", "pydantic_core"} if len(args) > 1 else set()
+    unwanted = sorted({m.split(".")[0] for m in modules} & {*HEAVY, *LIBRARY_STACK} - allowed)
+    assert not unwanted, f"shieldbench {' '.join(args)} imports {unwanted}"
+
+
+def test_the_help_stand_ins_build_the_real_rich_objects() -> None:
+    """typer's formatter loaded the light way still renders Markdown (markup mode
+    "markdown") and pretty tracebacks, with rich's own classes, on first use."""
+    code = (
+        "import json, sys\n"
+        "from shieldbench.cli._richhelp import load_rich_help\n"
+        "load_rich_help()\n"
+        "from typer import rich_utils\n"
+        "light = 'rich.markdown' not in sys.modules and 'rich.traceback' not in sys.modules\n"
+        "md = rich_utils._make_rich_text(text='**bold**', markup_mode='markdown')\n"
+        "try:\n    raise ValueError('x')\nexcept ValueError as exc:\n    err = exc\n"
+        "tb = rich_utils.Traceback.from_exception(ValueError, err, err.__traceback__)\n"
+        "from rich.markdown import Markdown\nfrom rich.traceback import Traceback\n"
+        "print(json.dumps([light, type(md) is Markdown, type(tb) is Traceback]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    assert json.loads(out) == [True, True, True]
+
+
+def test_option_texts_copied_into_the_cli_match_the_library() -> None:
+    """The command line names the attack strategies without importing
+    :mod:`shieldbench.attacks`; its copies must not drift."""
+    from shieldbench import attacks
+    from shieldbench.cli import _attack, _attack_options
+
+    assert _attack_options.STRATEGIES == attacks.STRATEGIES
+    assert _attack.LLM_STRATEGIES == attacks.LLM_STRATEGIES

@@ -50,8 +50,13 @@ def main() -> None:
     # progress display; a user who wants them sets the variable to 0.
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:
-        refuse_repeated_options(typer.main.get_command(app), sys.argv[1:])
-        app()
+        # typer builds the click command tree from the functions' signatures (a fifth
+        # of ``--help``'s start-up): build it once, check it, run it. ``app()`` would
+        # build it again; it also installs typer's pretty-traceback hook, which with
+        # ``pretty_exceptions_enable=False`` hands every exception to Python's own hook.
+        command = typer.main.get_command(app)
+        refuse_repeated_options(command, sys.argv[1:])
+        command()
     except ShieldbenchError as exc:
         _fail(str(exc), EXIT_BAD_INPUT)
     except OSError as exc:  # a path the up-front checks could not foresee (disk full, ...)

@@ -20,7 +20,6 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from shieldbench.attacks import FAMILIES, STRATEGIES, AttackSettings, mutators, resolve_mutators
 from shieldbench.cli._app import app, console, datasets_app, err_console
 from shieldbench.cli._attack_options import (
     AttackerOpt,
@@ -63,7 +62,7 @@ from shieldbench.cli._attack_options import (
 )  # fmt: skip
 from shieldbench.cli._console import echo_json
 from shieldbench.cli._datasets import dataset_spec
-from shieldbench.cli._e2e import E2EOptions, attack_end_to_end, build_plan, close_plan
+from shieldbench.cli._e2e import attack_end_to_end
 from shieldbench.cli._guards import single, unique_specs
 from shieldbench.cli._outpaths import check_out_dir, check_out_file
 from shieldbench.cli._report import print_report_paths
@@ -82,13 +81,12 @@ from shieldbench.cli._store import (
     parse_tags,
     record,
 )
-from shieldbench.datasets import load_dataset
-from shieldbench.defenses import Defense, build_defense
 from shieldbench.errors import ConfigError
 from shieldbench.types import ERROR_POLICIES, TIERS, RunConfig
 
 if TYPE_CHECKING:
-    from shieldbench.attacks import AttackResult, RoundSummary
+    from shieldbench.attacks import AttackResult, AttackSettings, RoundSummary
+    from shieldbench.defenses import Defense
     from shieldbench.engine import EndToEnd, RayExecutor
     from shieldbench.store import Store
 
@@ -171,6 +169,8 @@ def _engine_config(
 
 def _settings(strategy: str, mutator_names: str | None, base: AttackSettings) -> AttackSettings:
     """``base`` with the strategy and mutators checked and set."""
+    from shieldbench.attacks import STRATEGIES, resolve_mutators
+
     if strategy not in STRATEGIES:
         raise ConfigError(f"--strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
     names = tuple(m.name for m in resolve_mutators(mutator_names))
@@ -193,6 +193,8 @@ def _print_round(r: RoundSummary) -> None:
 def _search(job: _SearchJob) -> AttackResult:
     """Build the defenses, run the search (and its transfer), close them."""
     from shieldbench.attacks import run_attack
+    from shieldbench.datasets import load_dataset
+    from shieldbench.defenses import build_defense
 
     data = load_dataset(dataset_spec(job.data_spec))
     built: list[Defense] = []
@@ -217,6 +219,7 @@ def _search(job: _SearchJob) -> AttackResult:
 def _run_search(job: _SearchJob) -> None:
     """The mutator search end to end: attack, files, end-to-end replay, reports, history."""
     from shieldbench.attacks import bypasses_dataset, save_attack, write_jsonl
+    from shieldbench.benchmark import close_end_to_end as close_plan
     from shieldbench.reports import build_report, write_reports
 
     plan = job.plan
@@ -296,6 +299,10 @@ def attack(
     With --strategy pair, tap or crescendo an attacker model rewrites them instead.
     With --target and --judge, the bypasses are then sent to the model and judged
     (end_to_end.json)."""
+    from shieldbench.attacks import AttackSettings
+    from shieldbench.benchmark import EndToEndOptions as E2EOptions
+    from shieldbench.benchmark import build_end_to_end as build_plan
+
     spec = single(defense, option="--defense", what="defense")
     data_spec = single(dataset, option="--dataset", what="dataset")
     if out is None:
@@ -334,6 +341,8 @@ def list_mutators(
 ) -> None:
     """The mutators for `attack` and `datasets mutate`: family, whether a model can still
     read the payload, whether it is exactly reversible."""
+    from shieldbench.attacks import FAMILIES, mutators
+
     if family is not None and family not in FAMILIES:
         raise ConfigError(f"--family {family!r}: choose one of {', '.join(FAMILIES[:-1])}")
     chosen = [m for m in mutators if family is None or m.family == family]
@@ -374,6 +383,7 @@ def mutate(
     """Write a dataset of mutated variants (one per sample and mutator), each labelled
     with its parent id and mutator, e.g. an encoding or paraphrased tier of a suite."""
     from shieldbench.attacks import mutate_dataset, write_jsonl
+    from shieldbench.datasets import load_dataset
 
     check_out_file(out, option="--out", force=force)
     variants = mutate_dataset(

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from shieldbench._textio import write_text_atomic
+from shieldbench.benchmark import close_end_to_end as close_plan
 from shieldbench.cli._app import console, err_console
-from shieldbench.cli._e2e import close_plan
 from shieldbench.cli._outpaths import check_out_dir
 from shieldbench.cli._report import print_report_paths
 from shieldbench.cli._store import open_cli_store, record

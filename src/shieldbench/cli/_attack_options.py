@@ -11,8 +11,12 @@ from typing import Annotated
 
 import typer
 
-from shieldbench.attacks import STRATEGIES
 from shieldbench.types import ERROR_POLICIES
+
+# shieldbench.attacks.STRATEGIES, copied so that registering the options (every start,
+# ``--help`` included) does not load the attack package; tests/test_startup.py checks
+# that the two agree.
+STRATEGIES = ("auto", "greedy", "beam", "random")
 
 __all__ = [
     "AttackerOpt", "BacktracksOpt", "BatchSizeOpt", "BeamWidthOpt", "BranchingOpt", "BudgetOpt",

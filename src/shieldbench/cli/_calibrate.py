@@ -36,7 +36,6 @@ from shieldbench.cli._app import app, console, err_console
 from shieldbench.cli._outpaths import check_out_file
 from shieldbench.cli._stats import format_rate
 from shieldbench.errors import ConfigError
-from shieldbench.runio import load_run
 from shieldbench.types import ERROR_POLICIES, Run
 
 if TYPE_CHECKING:
@@ -233,6 +232,8 @@ def _check_options(
 
 def _load_runs(run: Path, check: list[Path]) -> tuple[Run, list[tuple[Path, Run]], list[str]]:
     """The calibration run, the check runs (each refused or warned about) and the warnings."""
+    from shieldbench.runio import load_run
+
     cal_run = load_run(run)
     _require_scores(cal_run, run)
     _require_benign(cal_run, run)

@@ -7,7 +7,7 @@ library function whose result can also be had as JSON (``--json``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -15,19 +15,12 @@ from rich.text import Text
 
 from shieldbench.cli._app import EXIT_BAD_INPUT, console, datasets_app, err_console
 from shieldbench.cli._console import echo_json
-from shieldbench.datasets import (
-    Dataset,
-    builtin_suites,
-    dataset_overlap,
-    describe_dataset,
-    load_dataset,
-    load_file,
-    registry,
-    sample_dataset,
-    sample_size_note,
-    spec_for_text,
-)
 from shieldbench.errors import ConfigError, DatasetError
+
+# shieldbench.datasets (loaders, readers, the registry) is imported by the commands
+# that use it, so that ``shieldbench --help`` does not load it.
+if TYPE_CHECKING:
+    from shieldbench.datasets import Dataset
 
 __all__ = ["dataset_spec"]
 
@@ -35,6 +28,8 @@ __all__ = ["dataset_spec"]
 def dataset_spec(text: str) -> str:
     """The spec a ``--dataset`` value stands for; a bare data file path is read with
     the loader its extension names, and the command says so on stderr."""
+    from shieldbench.datasets import spec_for_text
+
     spec = spec_for_text(text)
     if spec != text:
         loader = spec.split(":", 1)[0]
@@ -74,6 +69,8 @@ def _snippet(text: str, width: int = 100) -> str:
 def list_datasets(as_json: _JSON = False) -> None:
     """Every dataset loader, whether it is available, its usage and install hint,
     and the built-in suites with their sizes."""
+    from shieldbench.datasets import builtin_suites, registry
+
     plugins = list(registry)
     suites = builtin_suites()
     if as_json:
@@ -127,6 +124,8 @@ def list_datasets(as_json: _JSON = False) -> None:
 
 
 def _print_summary(ds: Dataset, *, margin: float) -> None:
+    from shieldbench.datasets import describe_dataset
+
     summary = describe_dataset(ds, margin=margin)
     console.print(Text(f"{summary.name}", style="bold"))
     console.print(f"samples: {summary.n_samples}    content hash: {summary.content_hash}")
@@ -178,6 +177,8 @@ def show(
 ) -> None:
     """Counts per label, category, subcategory, tier, severity, language and source,
     text lengths, content hash and sample-size warnings."""
+    from shieldbench.datasets import describe_dataset, load_dataset
+
     ds = load_dataset(dataset_spec(spec))
     if as_json:
         _echo_json(describe_dataset(ds, margin=margin).to_dict())
@@ -215,6 +216,8 @@ def validate(
     margin: Annotated[float, typer.Option(help="Margin for sample-size warnings.")] = 0.1,
 ) -> None:
     """Check a data file: exit 0 with a summary, or exit 2 with FILE:LINE: field error."""
+    from shieldbench.datasets import describe_dataset, load_file, sample_size_note
+
     try:
         ds = load_file(file, options=_parse_options(option))
     except (DatasetError, ConfigError) as exc:
@@ -247,6 +250,8 @@ def overlap(
     as_json: _JSON = False,
 ) -> None:
     """Exact and near-duplicate overlap between two datasets, to catch train/test leakage."""
+    from shieldbench.datasets import dataset_overlap, load_dataset
+
     ds_a, ds_b = load_dataset(a), load_dataset(b)
     result = dataset_overlap(ds_a, ds_b, threshold=threshold)
     if as_json:
@@ -295,6 +300,8 @@ def sample(
     ] = False,
 ) -> None:
     """A seeded random sample, stratified by label and category."""
+    from shieldbench.datasets import load_dataset, sample_dataset
+
     ds = sample_dataset(load_dataset(spec), n, seed=seed, label=label)
     if as_json:
         for s in ds:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from time import perf_counter
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -20,14 +20,11 @@ from rich.text import Text
 from shieldbench._redact import redact
 from shieldbench.cli._app import app, console, defenses_app
 from shieldbench.cli._console import echo_json
-from shieldbench.defenses import (
-    Defense,
-    build_defense,
-    close_every,
-    closing,
-    defense_version,
-    registry,
-)
+
+# shieldbench.defenses (every built-in defense and combinator) is imported by the
+# commands, so that ``shieldbench --help`` does not load it.
+if TYPE_CHECKING:
+    from shieldbench.defenses import Defense
 
 __all__: list[str] = []
 
@@ -41,6 +38,8 @@ def _echo_json(data: Any) -> None:
 @defenses_app.command("list")
 def list_defenses(as_json: _JSON = False) -> None:
     """Every registered defense: availability, usage, description and install hint."""
+    from shieldbench.defenses import registry
+
     plugins = list(registry)
     if as_json:
         _echo_json(
@@ -121,6 +120,8 @@ def inspect_defense(
     threshold, max length and how long texts are windowed. A spec that does not
     build (missing folder, unknown label, missing extra) exits 2 with one line.
     """
+    from shieldbench.defenses import build_defense, close_every, defense_version
+
     built = build_defense(spec)
     try:
         describe = getattr(built, "describe", None)
@@ -151,6 +152,8 @@ def inspect_defense(
 
 
 def _screen(spec: str, defense: Defense, text: str, build_ms: float) -> dict[str, Any]:
+    from shieldbench.defenses import defense_version
+
     row: dict[str, Any] = {
         "spec": spec,
         "name": defense.name,
@@ -197,6 +200,8 @@ def check(
     call: the first includes any lazy model loading). Exit code 1 when a defense
     failed on the text, 0 otherwise.
     """
+    from shieldbench.defenses import build_defense, closing
+
     if text == "-":
         text = sys.stdin.read()
     rows: list[dict[str, Any]] = []

@@ -3,8 +3,8 @@
 
 The options themselves and the engine's plan built from them are
 :class:`shieldbench.benchmark.EndToEndOptions` and
-:func:`~shieldbench.benchmark.build_end_to_end` (re-exported here under their
-command-line names ``E2EOptions``, ``build_plan``, ``close_plan``). Specs are checked
+:func:`~shieldbench.benchmark.build_end_to_end` (the commands import them when they
+run, so that ``shieldbench --help`` does not load the benchmark). Specs are checked
 before anything runs: an unknown judge, a bad target spec or a missing API key
 variable is one clear error (exit code 2), never a half-written benchmark.
 """
@@ -19,9 +19,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from shieldbench.benchmark import EndToEndOptions as E2EOptions
-from shieldbench.benchmark import build_end_to_end as build_plan
-from shieldbench.benchmark import close_end_to_end as close_plan
 from shieldbench.cli._app import app, console
 from shieldbench.errors import ConfigError
 
@@ -31,10 +28,7 @@ if TYPE_CHECKING:
     from shieldbench.types import Run
 
 __all__ = [
-    "E2EOptions",
     "attack_end_to_end",
-    "build_plan",
-    "close_plan",
     "print_end_to_end",
     "print_profile_drift",
     "read_accuracy",

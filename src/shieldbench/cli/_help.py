@@ -17,11 +17,14 @@ When typer has built the whole command tree it walks it once and:
   line breaks are not kept);
 - puts options into the help panels a command declared with :func:`option_panels`
   (typer's ``rich_help_panel``), for options shared between commands through one
-  ``Annotated`` alias, whose panel differs by command.
+  ``Annotated`` alias, whose panel differs by command;
+- loads typer's rich formatter without its Markdown and traceback support before
+  formatting a help page (:mod:`shieldbench.cli._richhelp`: a faster ``--help``).
 
 typer builds its own option objects and has no hook for how a type or a default is
 displayed, so the walk re-classes each option as :class:`_Option`, a subclass that
-changes only those two displays; parsing is untouched.
+changes only those two displays, and each command and group as :class:`_Command` and
+:class:`_Group`, which change only ``format_help``; parsing is untouched.
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from typer import core as typer_core
-from typer._click import Command, Context
+from typer._click import Command, Context, HelpFormatter
+
+from shieldbench.cli._richhelp import load_rich_help
 
 __all__ = ["WORKFLOW_ORDER", "ConventionalGroup", "option_panels"]
 
@@ -124,7 +129,31 @@ def click_type_name(param: typer_core.TyperOption | typer_core.TyperArgument) ->
     return f"{name} RANGE" if desc.is_ranged else name
 
 
+class _Command(typer_core.TyperCommand):
+    """A typer command whose help loads typer's formatter the light way first."""
+
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
+        load_rich_help()
+        super().format_help(ctx, formatter)
+
+
+class _Group(typer_core.TyperGroup):
+    """A typer group (``defenses``, ``datasets``...) whose help loads typer's formatter
+    the light way first."""
+
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
+        load_rich_help()
+        super().format_help(ctx, formatter)
+
+
+_COMMAND_CLASSES: dict[type, type] = {
+    typer_core.TyperCommand: _Command,
+    typer_core.TyperGroup: _Group,
+}
+
+
 def _conventional(command: Command, ctx: Context, path: str) -> None:
+    command.__class__ = _COMMAND_CLASSES.get(type(command), type(command))
     if command.short_help is None and command.help:  # one line in the commands list
         command.short_help = " ".join(command.help.split("\n\n", 1)[0].split())
     panels = _PANELS.get(path, {})
@@ -154,3 +183,7 @@ class ConventionalGroup(typer_core.TyperGroup):
         names = sorted(self.commands, key=lambda n: rank.get(n, len(rank)))  # stable sort
         self.commands = {name: self.commands[name] for name in names}
         _conventional(self, Context(self, info_name=self.name), "")
+
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
+        load_rich_help()
+        super().format_help(ctx, formatter)

@@ -32,7 +32,6 @@ from shieldbench._textio import read_text_input
 from shieldbench.cli._app import app, console
 from shieldbench.cli._outpaths import check_out_dir
 from shieldbench.errors import ConfigError, RunError
-from shieldbench.runio import run_from_dict
 from shieldbench.types import ERROR_POLICIES, Run
 
 if TYPE_CHECKING:
@@ -95,6 +94,7 @@ def _load(
     paths: Sequence[Path],
 ) -> tuple[list[Run], AttackResult | None, list[LLMAttackResult]]:
     from shieldbench.attacks import LLM_ATTACK_KIND, AttackResult, LLMAttackResult
+    from shieldbench.runio import run_from_dict
 
     runs: list[Run] = []
     attack: AttackResult | None = None

@@ -12,11 +12,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from shieldbench.benchmark import BenchmarkConfig, load_config, resume_config
 from shieldbench.cli._guards import unique_specs
 from shieldbench.errors import ConfigError
 from shieldbench.types import RunConfig
+
+# The benchmark machinery is imported when ``run`` runs, not when its options are
+# registered (``shieldbench --help`` does not load it).
+if TYPE_CHECKING:
+    from shieldbench.benchmark import BenchmarkConfig
 
 __all__ = ["explicit_settings", "resolve_config"]
 
@@ -24,6 +29,8 @@ __all__ = ["explicit_settings", "resolve_config"]
 def _from_file(
     config_file: Path, defenses: Sequence[str], datasets: Sequence[str]
 ) -> BenchmarkConfig:
+    from shieldbench.benchmark import load_config
+
     cfg = load_config(config_file)
     pairs = (("--defense", defenses, "defenses"), ("--dataset", datasets, "datasets"))
     for option, specs, key in pairs:
@@ -46,6 +53,8 @@ def resolve_config(
     resume_from: Path | None = None,
 ) -> BenchmarkConfig:
     """The benchmark the options ask for; a :class:`ConfigError` naming the option."""
+    from shieldbench.benchmark import BenchmarkConfig, resume_config
+
     defenses = unique_specs(defenses, option="--defense")
     datasets = unique_specs(datasets, option="--dataset")
     if config_file is not None:

@@ -39,7 +39,6 @@ from shieldbench.cli._store import (
     record,
 )
 from shieldbench.errors import ConfigError, StatisticsError
-from shieldbench.runio import load_run
 
 if TYPE_CHECKING:
     from shieldbench.metrics import Comparison
@@ -309,6 +308,7 @@ def compare(
     """Leaderboard and paired significance tests of runs on the same dataset; writes the
     JSON, Markdown and HTML reports and prints their paths."""
     from shieldbench.metrics import compare_runs
+    from shieldbench.runio import load_run
 
     _check_compare_outputs(by, max_fpr, json_out, out)
     files = _run_files(runs)
