@@ -12,7 +12,7 @@ object-by-object twin gives (tested on every error policy).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,7 @@ __all__ = [
     "decisions",
     "group_values",
     "latencies",
+    "latency_blocks",
     "score_columns",
     "scored",
 ]
@@ -147,8 +148,22 @@ def bad_outcomes(run: Run) -> list[Any]:
     return bad
 
 
+def latency_blocks(run: Run) -> Iterator[np.ndarray]:
+    """The latencies of the ok outcomes that have one, a block of rows at a time (the
+    bounded-memory twin of :func:`latencies`)."""
+    import pyarrow.compute as pc
+
+    codes = pa_strings(["ok", "error", "timeout"])
+    rows: ColumnarRows[Any] = run.outcomes  # type: ignore[assignment]
+    for block in rows.batches(["status", "latency_ms"], size=BLOCK):
+        status = _arrow_numpy(pc.index_in(block.column("status"), value_set=codes))
+        values = np.asarray(_arrow_numpy(block.column("latency_ms")), dtype=float)
+        yield values[(status == 0) & ~np.isnan(values)]
+
+
 def latencies(run: Run) -> np.ndarray:
-    """The latencies of the ok outcomes that have one."""
+    """The latencies of the ok outcomes that have one (one array: memory grows with
+    the run; whole-run figures read :func:`latency_blocks`)."""
     status = _status(run)
     floats = _gather(
         run.outcomes, ["latency_ms"], float, lambda b: _arrow_numpy(b.column("latency_ms"))
