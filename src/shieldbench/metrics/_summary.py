@@ -10,8 +10,14 @@ JSON (no NaN or infinity anywhere: undefined values are ``None``).
 Bootstrap intervals (F1, balanced accuracy, MCC, PR-AUC) are percentile intervals,
 seeded (``seed``): the same run gives the same summary. F1 / balanced accuracy / MCC
 use 2,000 multinomial resamples; PR-AUC uses 1,000 stratified resamples up to 20,000
-scored samples and fewer beyond (never under 200) to keep a 100,000-sample summary
-fast.
+scored samples and fewer beyond (never under 200).
+
+Bounded memory at any size: counts and breakdowns are counted a block of rows at a
+time; the score figures come from counts per distinct score
+(:mod:`shieldbench.metrics._score_counts`; the PR-AUC bootstrap draws multinomial
+counts per distinct score, the same distribution as resampling the samples); the
+latency percentiles from radix selection (:mod:`shieldbench.metrics._order_stats`).
+All exact: a run read from disk has the summary of the same run held in memory.
 
 Example:
     >>> from shieldbench.metrics._testing import make_run
