@@ -71,15 +71,15 @@ _PROFILE = r"""
 import atexit, importlib, json, sys, time
 
 STAGES = [
-    ("load", "shieldbench.cli._run", "load_datasets"),
+    ("load", "shieldbench.benchmark._run", "_load_datasets"),
     ("screen", "shieldbench.engine", "run_defense"),
-    ("run file", "shieldbench.cli._run_jobs", "save_run"),
+    ("run file", "shieldbench.benchmark._jobs", "save_run"),
     ("summary", "shieldbench.metrics", "summarize"),
     ("report build", "shieldbench.reports", "build_report"),
     ("report write", "shieldbench.reports", "write_reports"),
     ("history", "shieldbench.cli._run", "record"),
 ]
-peaks, secs, stack = {}, {}, []
+peaks, secs, stack, starts = {}, {}, [], {}
 OUT = sys.argv[1]
 
 
@@ -102,6 +102,7 @@ def _reset():
 def wrap(stage, fn):
     def inner(*args, **kwargs):
         outer = _status("VmHWM")
+        starts.setdefault(stage, _status("VmRSS"))  # in use as the stage starts
         if stack:
             stack[-1] = max(stack[-1], outer)
         stack.append(0.0)
@@ -130,7 +131,7 @@ for stage, module, name in STAGES:
 @atexit.register
 def _report():
     with open(OUT, "w") as fh:
-        json.dump({"peaks": peaks, "secs": secs}, fh)
+        json.dump({"peaks": peaks, "secs": secs, "starts": starts}, fh)
 
 
 sys.argv = ["shieldbench", *sys.argv[2:]]
@@ -172,7 +173,8 @@ def run_size(work: Path, n: int) -> tuple[float, float, dict[str, dict[str, floa
                "--db", f"sqlite:///{db}"]  # fmt: skip
     wall, peak = measure(command)
     data.unlink()
-    stages = json.loads(profile.read_text()) if profile.exists() else {"peaks": {}, "secs": {}}
+    empty: dict[str, dict[str, float]] = {"peaks": {}, "secs": {}, "starts": {}}
+    stages = json.loads(profile.read_text()) if profile.exists() else empty
     # resetting the high-water mark per stage also lowers what the kernel reports as
     # the process's maximum at exit: the run's peak is the highest of both
     peak = max([peak, *stages["peaks"].values()])
@@ -196,19 +198,32 @@ def main() -> int:
 
     say(lines.pop())
     rows = []
+    per_stage: list[dict[str, float]] = []
     for n in sizes:
         wall, peak, stages = run_size(work, n)
         rows.append((n, wall, peak))
+        per_stage.append(stages["peaks"])
         say(f"{n:>11,} samples: {wall:8.1f} s ({wall / n * 1e6:6.1f} us/sample),"
             f" peak RSS {peak:6.0f} MiB")  # fmt: skip
         for stage, stage_peak in stages["peaks"].items():
-            say(f"{'':>13}{stage:<13} peak {stage_peak:6.0f} MiB  {stages['secs'][stage]:7.1f} s")
+            start = stages.get("starts", {}).get(stage)
+            at = "" if start is None else f"  (start {start:4.0f} MiB)"
+            secs = stages["secs"][stage]
+            say(f"{'':>13}{stage:<13} peak {stage_peak:6.0f} MiB  {secs:7.1f} s{at}")
     base_n, base_wall, base_peak = rows[0]
     ok = True
-    for n, wall, peak in rows[1:]:
+    for (n, wall, peak), peaks in zip(rows[1:], per_stage[1:], strict=True):
         per = (wall / n) / (base_wall / base_n)
         say(f"{n:,} vs {base_n:,} ({n / base_n:.0f}x the data): time per sample {per:.2f}x,"
             f" peak memory {peak / base_peak:.2f}x")  # fmt: skip
+        growth = {
+            stage: (value - per_stage[0][stage]) * 2**20 / (n - base_n)
+            for stage, value in peaks.items()
+            if stage in per_stage[0] and n > base_n
+        }
+        if growth:
+            say("  growth of each stage's peak, bytes per added sample: "
+                + ", ".join(f"{s} {b:+.0f}" for s, b in growth.items()))  # fmt: skip
         if n >= 10 * base_n:
             met = peak < 1024 and peak <= 1.3 * base_peak
             ok &= met

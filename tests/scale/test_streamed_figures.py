@@ -79,3 +79,37 @@ def test_figures_from_blocks_on_disk_equal_the_in_memory_figures(
             return
         got = summarize(back).to_dict()
     assert got == expected
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(_ROW, min_size=1, max_size=60),
+    st.sampled_from(["fail_closed", "fail_open", "exclude"]),
+    st.integers(1, 9),
+)
+def test_report_curves_and_latency_histogram_from_blocks_equal_the_in_memory_ones(
+    rows: list[tuple],  # type: ignore[type-arg]
+    policy: str,
+    block: int,
+) -> None:
+    from shieldbench.metrics import precision_recall_curve, roc_curve, score_arrays
+    from shieldbench.reports import _build
+
+    run = _run(rows, policy)
+    with pytest.MonkeyPatch.context() as mp, tempfile.TemporaryDirectory() as tmp:
+        mp.setattr(_parquet, "ROW_GROUP", block + 2)
+        mp.setattr(_columnar, "BLOCK", block)
+        back = load_run(save_run(run, Path(tmp) / "run.parquet"))
+        assert _columnar.columnar(back)
+        assert _build._latency_histogram(back) == _build._latency_histogram(run)
+        try:
+            expected = _build._curves(run, run.config.error_policy, 0.01)
+        except Exception as exc:
+            with pytest.raises(type(exc)):
+                _build._curves(back, back.config.error_policy, 0.01)
+            return
+        assert _build._curves(back, back.config.error_policy, 0.01) == expected
+    if expected is not None:  # the thinned curves are points of the exact curves
+        y, s = score_arrays(run)
+        assert set(expected.roc.fpr) <= set(roc_curve(y, s).fpr)
+        assert set(expected.pr.precision) <= set(precision_recall_curve(y, s).precision)

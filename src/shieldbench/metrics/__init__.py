@@ -33,7 +33,7 @@ from shieldbench.metrics._breakdown import (
     breakdown,
     coverage,
 )
-from shieldbench.metrics._columnar import columnar, latencies
+from shieldbench.metrics._columnar import columnar, latencies, latency_blocks
 from shieldbench.metrics._compare import (
     Comparison,
     ComparisonSettings,
@@ -127,6 +127,12 @@ from shieldbench.metrics._pairing import (
 )
 from shieldbench.metrics._planning import required_sample_size, wilson_half_width
 from shieldbench.metrics._precision import average_precision
+from shieldbench.metrics._score_counts import (
+    ScoreCounts,
+    precision_recall_curve_counts,
+    roc_curve_counts,
+    score_counts,
+)
 from shieldbench.metrics._summary import (
     Breakdowns,
     Operations,
@@ -195,6 +201,7 @@ __all__ = [
     "RocCurve",
     "RunSummary",
     "SampleFlip",
+    "ScoreCounts",
     "ScoreSummary",
     "SummarySettings",
     "ThresholdCalibration",
@@ -224,6 +231,7 @@ __all__ = [
     "has_end_to_end",
     "has_scores",
     "latencies",
+    "latency_blocks",
     "latency_stats",
     "mcnemar_test",
     "missing_bound_reason",
@@ -232,6 +240,7 @@ __all__ = [
     "paired_difference",
     "paired_tables",
     "precision_recall_curve",
+    "precision_recall_curve_counts",
     "profile_drift",
     "proportion_interval",
     "quantile_bound_n",
@@ -240,8 +249,10 @@ __all__ = [
     "required_sample_size",
     "roc_auc",
     "roc_curve",
+    "roc_curve_counts",
     "rogan_gladen",
     "score_arrays",
+    "score_counts",
     "score_summary",
     "security_utility_tradeoff",
     "shared_policy",

@@ -32,7 +32,13 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from shieldbench.errors import StatisticsError
-from shieldbench.metrics._columnar import ERROR, TIMEOUT, columnar, decisions, group_values
+from shieldbench.metrics._columnar import (
+    ERROR,
+    TIMEOUT,
+    GroupCodes,
+    columnar,
+    decision_blocks,
+)
 from shieldbench.metrics._confusion import Confusion, effective_blocked, resolve_policy
 from shieldbench.metrics._intervals import IntervalMethod, Rate, rate
 from shieldbench.types import ErrorPolicy, Run, Sample
@@ -117,25 +123,30 @@ def breakdown(
 
 
 def _columnar_cells(run: Run, by: str, chosen: ErrorPolicy) -> dict[str, list[int]] | None:
-    """The cells of :func:`breakdown` counted over Arrow columns (None: field never set)."""
-    found = group_values(run, by, UNSPECIFIED)
-    if found is None:
+    """The cells of :func:`breakdown` counted over Arrow columns a block of rows at a
+    time (None: field never set); memory is one block plus the groups' counts."""
+    numbering = GroupCodes(UNSPECIFIED)
+    counts = np.zeros((0, 8), dtype=np.int64)
+    for attack, blocked, status, column in decision_blocks(run, chosen, by):
+        index = numbering.codes(column)
+        n = len(numbering.groups)
+        if counts.shape[0] < n:
+            counts = np.vstack([counts, np.zeros((n - counts.shape[0], 8), dtype=np.int64)])
+        # One integer key per row, counted by one bincount (no boolean mask per figure):
+        # group * 6 + (0 attack blocked, 1 attack allowed, 2 attack excluded, 3-5 benign).
+        key = (~attack).astype(np.int64)
+        key *= 3
+        key += blocked == 0
+        key += 2 * (blocked < 0)
+        key += index * 6
+        six = np.bincount(key, minlength=6 * n).reshape(n, 6)
+        three = np.bincount(index * 3 + status, minlength=3 * n).reshape(n, 3)
+        counts += np.column_stack((six[:, [0, 1, 3, 4, 2, 5]], three[:, ERROR], three[:, TIMEOUT]))
+    if not numbering.any_set:
         return None
-    groups, index = found
-    attack, blocked, status = decisions(run, chosen)
-    n = len(groups)
-    # One integer key per row, counted by one bincount (no boolean mask per figure):
-    # group * 6 + (0 attack blocked, 1 attack allowed, 2 attack excluded, 3-5 benign).
-    key = (~attack).astype(np.int64)
-    key *= 3
-    key += blocked == 0
-    key += 2 * (blocked < 0)
-    key += index * 6
-    six = np.bincount(key, minlength=6 * n).reshape(n, 6)
-    del key
-    three = np.bincount(index * 3 + status, minlength=3 * n).reshape(n, 3)
-    counts = np.column_stack((six[:, [0, 1, 3, 4, 2, 5]], three[:, ERROR], three[:, TIMEOUT]))
-    return {g: [int(c) for c in counts[k]] for k, g in enumerate(groups) if counts[k].any()}
+    return {
+        g: [int(c) for c in counts[k]] for k, g in enumerate(numbering.groups) if counts[k].any()
+    }
 
 
 def _groups(

@@ -12,7 +12,7 @@ object-by-object twin gives (tested on every error policy).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,11 +24,14 @@ from shieldbench.types import ErrorPolicy, Run
 __all__ = [
     "ERROR",
     "TIMEOUT",
+    "GroupCodes",
     "bad_outcomes",
     "columnar",
+    "decision_blocks",
     "decisions",
     "group_values",
     "latencies",
+    "latency_blocks",
     "score_columns",
     "scored",
 ]
@@ -106,6 +109,56 @@ def decisions(run: Run, policy: ErrorPolicy) -> tuple[np.ndarray, np.ndarray, np
 ERROR, TIMEOUT = 1, 2
 
 
+def decision_blocks(
+    run: Run, policy: ErrorPolicy, by: str | None = None
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, Any]]:
+    """:func:`decisions` a block of rows at a time: ``(is_attack, blocked, status,
+    group)`` per block, ``group`` the block's Arrow column of sample field ``by``
+    (``None`` without ``by``). Memory is one block, whatever the run's size."""
+    import pyarrow.compute as pc
+
+    fill = {"fail_closed": 1, "fail_open": 0, "exclude": -1}[policy]
+    codes = pa_strings(["ok", "error", "timeout"])
+    samples: ColumnarRows[Any] = run.samples  # type: ignore[assignment]
+    outcomes: ColumnarRows[Any] = run.outcomes  # type: ignore[assignment]
+    for sb, ob in zip(
+        samples.batches(["label"] if by is None else ["label", by], size=BLOCK),
+        outcomes.batches(["blocked", "status"], size=BLOCK),
+        strict=True,
+    ):
+        attack = np.asarray(_arrow_numpy(pc.equal(sb.column("label"), "attack")), dtype=bool)
+        blocked = _arrow_numpy(pc.fill_null(pc.cast(ob.column("blocked"), "int8"), fill))
+        status = _arrow_numpy(pc.index_in(ob.column("status"), value_set=codes))
+        yield (
+            attack,
+            np.asarray(blocked, dtype=np.int8),
+            np.asarray(status, dtype=np.int8),
+            None if by is None else sb.column(by),
+        )
+
+
+class GroupCodes:
+    """Numbers the distinct values of a sample field across blocks, in order of first
+    appearance (as a whole-column dictionary encoding numbers them)."""
+
+    def __init__(self, unset: str) -> None:
+        self.unset = unset
+        self.groups: dict[str, int] = {}
+        self.any_set = False
+
+    def codes(self, column: Any) -> np.ndarray:
+        """Each row's group number (``unset`` where the field is unset)."""
+        import pyarrow.compute as pc
+
+        self.any_set = self.any_set or column.null_count < len(column)
+        encoded = pc.fill_null(column, self.unset).combine_chunks().dictionary_encode()
+        local = [
+            self.groups.setdefault(str(v), len(self.groups)) for v in encoded.dictionary.to_pylist()
+        ]
+        out: np.ndarray = np.asarray(local, dtype=np.int64)[_arrow_numpy(encoded.indices)]
+        return out
+
+
 def group_values(run: Run, by: str, unset: str) -> tuple[list[str], np.ndarray] | None:
     """``(groups, index)``: the distinct values of sample field ``by`` (``unset`` where
     unset) and each sample's index into them; None if no sample sets it.
@@ -147,8 +200,22 @@ def bad_outcomes(run: Run) -> list[Any]:
     return bad
 
 
+def latency_blocks(run: Run) -> Iterator[np.ndarray]:
+    """The latencies of the ok outcomes that have one, a block of rows at a time (the
+    bounded-memory twin of :func:`latencies`)."""
+    import pyarrow.compute as pc
+
+    codes = pa_strings(["ok", "error", "timeout"])
+    rows: ColumnarRows[Any] = run.outcomes  # type: ignore[assignment]
+    for block in rows.batches(["status", "latency_ms"], size=BLOCK):
+        status = _arrow_numpy(pc.index_in(block.column("status"), value_set=codes))
+        values = np.asarray(_arrow_numpy(block.column("latency_ms")), dtype=float)
+        yield values[(status == 0) & ~np.isnan(values)]
+
+
 def latencies(run: Run) -> np.ndarray:
-    """The latencies of the ok outcomes that have one."""
+    """The latencies of the ok outcomes that have one (one array: memory grows with
+    the run; whole-run figures read :func:`latency_blocks`)."""
     status = _status(run)
     floats = _gather(
         run.outcomes, ["latency_ms"], float, lambda b: _arrow_numpy(b.column("latency_ms"))

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from shieldbench.errors import StatisticsError
-from shieldbench.metrics._columnar import ERROR, TIMEOUT, columnar, decisions
+from shieldbench.metrics._columnar import ERROR, TIMEOUT, columnar, decision_blocks
 from shieldbench.metrics._counts import (
     CountStatistic,
     balanced_accuracy_from_counts,
@@ -181,14 +181,19 @@ def confusion(run: Run, *, policy: ErrorPolicy | None = None) -> Confusion:
     """Confusion counts of ``run`` under ``policy`` (default: the run's own policy)."""
     chosen = resolve_policy(run, policy)
     if columnar(run):
-        attack, blocked, status = decisions(run, chosen)
-        tp, fn, fp, tn = (
-            int(np.count_nonzero(a & (blocked == b)))
-            for a, b in ((attack, 1), (attack, 0), (~attack, 1), (~attack, 0))
-        )
-        ex_a = int(np.count_nonzero(attack & (blocked < 0)))
-        ex_b = int(np.count_nonzero(~attack & (blocked < 0)))
-        errors, timeouts = int((status == ERROR).sum()), int((status == TIMEOUT).sum())
+        total = np.zeros(8, dtype=np.int64)  # tp fn fp tn ex_a ex_b errors timeouts
+        for attack, blocked, status, _ in decision_blocks(run, chosen):
+            total += [
+                np.count_nonzero(attack & (blocked == 1)),
+                np.count_nonzero(attack & (blocked == 0)),
+                np.count_nonzero(~attack & (blocked == 1)),
+                np.count_nonzero(~attack & (blocked == 0)),
+                np.count_nonzero(attack & (blocked < 0)),
+                np.count_nonzero(~attack & (blocked < 0)),
+                np.count_nonzero(status == ERROR),
+                np.count_nonzero(status == TIMEOUT),
+            ]
+        tp, fn, fp, tn, ex_a, ex_b, errors, timeouts = (int(v) for v in total)
         return Confusion(tp, fn, fp, tn, ex_a, ex_b, errors, timeouts, chosen)
     errors = sum(o.status == "error" for o in run.outcomes)
     timeouts = sum(o.status == "timeout" for o in run.outcomes)

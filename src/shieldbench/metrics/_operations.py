@@ -10,7 +10,10 @@
   distribution-free order-statistic intervals
   (:func:`~shieldbench.metrics.quantile_interval`), and a bound that ``n`` cannot
   give is ``None`` with its reason in :meth:`LatencyStats.unbounded`. With no
-  timed outcome every figure is ``None``.
+  timed outcome every figure is ``None``. They are exact at any size: a large run's
+  percentiles come from radix selection over its latency column read a block at a
+  time (:mod:`shieldbench.metrics._order_stats`), never from an array of every
+  latency.
 - **Throughput**: ``batch_ms_per_text`` is the amortised cost per text in batches
   (the summed wall time of the run's ``check_batch`` calls over the texts they
   screened, from the run's ``environment``; ``None`` for a run without batches);
@@ -37,12 +40,14 @@ import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from shieldbench.metrics._columnar import bad_outcomes, columnar, latencies
-from shieldbench.metrics._intervals import Estimate, missing_bound_reason, quantile_interval
+from shieldbench.metrics._columnar import bad_outcomes, columnar, latency_blocks
+from shieldbench.metrics._intervals import Estimate, missing_bound_reason
+from shieldbench.metrics._order_stats import Blocks, quantile_estimates
 from shieldbench.types import Run
 
 __all__ = [
@@ -91,19 +96,25 @@ class LatencyStats:
 
 
 def latency_stats(run: Run, *, confidence: float = 0.95) -> LatencyStats:
-    """Latency figures of ``run`` (see the module doc)."""
-    values = (
-        latencies(run)
-        if columnar(run)
-        else np.asarray(
+    """Latency figures of ``run`` (see the module doc).
+
+    Exact and in bounded memory: a columnar run's latencies are read a block at a
+    time and the percentiles found by radix selection
+    (:func:`~shieldbench.metrics._order_stats.quantile_estimates`); a run held as
+    objects goes through the same code with one block.
+    """
+    if columnar(run):
+        blocks: Blocks = partial(latency_blocks, run)
+    else:
+        values = np.asarray(
             [o.latency_ms for o in run.outcomes if o.status == "ok" and o.latency_ms is not None],
             dtype=float,
         )
+        blocks = partial(iter, [values])
+    n, mean, top, (p50, p95, p99) = quantile_estimates(
+        blocks, (0.5, 0.95, 0.99), confidence=confidence
     )
-    p50, p95, p99 = (quantile_interval(values, q, confidence=confidence) for q in (0.5, 0.95, 0.99))
-    if values.size == 0:
-        return LatencyStats(0, None, None, p50, p95, p99)
-    return LatencyStats(int(values.size), float(values.mean()), float(values.max()), p50, p95, p99)
+    return LatencyStats(n, mean, top, p50, p95, p99)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,8 +10,14 @@ JSON (no NaN or infinity anywhere: undefined values are ``None``).
 Bootstrap intervals (F1, balanced accuracy, MCC, PR-AUC) are percentile intervals,
 seeded (``seed``): the same run gives the same summary. F1 / balanced accuracy / MCC
 use 2,000 multinomial resamples; PR-AUC uses 1,000 stratified resamples up to 20,000
-scored samples and fewer beyond (never under 200) to keep a 100,000-sample summary
-fast.
+scored samples and fewer beyond (never under 200).
+
+Bounded memory at any size: counts and breakdowns are counted a block of rows at a
+time; the score figures come from counts per distinct score
+(:mod:`shieldbench.metrics._score_counts`; the PR-AUC bootstrap draws multinomial
+counts per distinct score, the same distribution as resampling the samples); the
+latency percentiles from radix selection (:mod:`shieldbench.metrics._order_stats`).
+All exact: a run read from disk has the summary of the same run held in memory.
 
 Example:
     >>> from shieldbench.metrics._testing import make_run
@@ -39,7 +45,8 @@ from shieldbench.metrics._confusion import (
     detection_rates,
     resolve_policy,
 )
-from shieldbench.metrics._curves import has_scores, roc_auc, score_arrays
+from shieldbench.metrics._count_points import fpr_at_tpr_counts, tpr_at_fpr_counts
+from shieldbench.metrics._curves import has_scores
 from shieldbench.metrics._intervals import (
     INTERVAL_METHODS,
     Estimate,
@@ -54,8 +61,12 @@ from shieldbench.metrics._operations import (
     latency_stats,
     throughput,
 )
-from shieldbench.metrics._precision import average_precision
-from shieldbench.metrics._thresholds import OperatingPoint, fpr_at_tpr, tpr_at_fpr
+from shieldbench.metrics._score_counts import (
+    average_precision_counts,
+    roc_auc_counts,
+    score_counts,
+)
+from shieldbench.metrics._thresholds import OperatingPoint
 from shieldbench.types import DatasetInfo, DefenseInfo, ErrorPolicy, Run
 
 __all__ = [
@@ -173,18 +184,18 @@ def score_summary(
     """The score figures of ``run``; ``None`` unless every verdict carries a score."""
     if not has_scores(run):
         return None
-    y, s = score_arrays(run, policy=policy)
-    n_att = int(y.sum())
+    counts = score_counts(run, policy=policy)
+    m, n = counts.m, counts.n
     at_fpr = at_tpr = None
-    if n_att < y.size:
-        at_fpr = tpr_at_fpr(y, s, max_fpr=target_fpr, confidence=confidence, method=method)
-    if n_att > 0:
-        at_tpr = fpr_at_tpr(y, s, min_tpr=target_tpr, confidence=confidence, method=method)
+    if n > 0:
+        at_fpr = tpr_at_fpr_counts(counts, max_fpr=target_fpr, confidence=confidence, method=method)
+    if m > 0:
+        at_tpr = fpr_at_tpr_counts(counts, min_tpr=target_tpr, confidence=confidence, method=method)
     return ScoreSummary(
-        int(y.size),
-        roc_auc(y, s, confidence=confidence),
-        average_precision(
-            y, s, confidence=confidence, n_resamples=_pr_resamples(int(y.size)), seed=seed
+        m + n,
+        roc_auc_counts(counts, confidence=confidence),
+        average_precision_counts(
+            counts, confidence=confidence, n_resamples=_pr_resamples(m + n), seed=seed
         ),
         target_fpr,
         at_fpr,

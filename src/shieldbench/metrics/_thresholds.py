@@ -46,6 +46,7 @@ from shieldbench.metrics._curves import (
     validate_scores,
 )
 from shieldbench.metrics._intervals import IntervalMethod, Rate, rate
+from shieldbench.metrics._score_counts import curve_counts, score_counts
 from shieldbench.types import ErrorPolicy, Run
 
 __all__ = [
@@ -100,7 +101,13 @@ def _curve_counts(y: BoolArray, s: FloatArray) -> tuple[FloatArray, FloatArray, 
     """(thresholds, blocked attacks, blocked benign) from ``+inf`` down to the lowest score."""
     if y.size == 0:
         raise StatisticsError("no scored samples: an operating point needs data")
-    fps, tps, thr = _binary_curve(y, s)
+    return _thresholds_of(*_binary_curve(y, s))
+
+
+def _thresholds_of(
+    fps: FloatArray, tps: FloatArray, thr: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """:func:`_curve_counts` from a cumulative curve (highest threshold first)."""
     if thr[0] != np.inf:
         # Threshold +inf blocks nothing (when +inf scores exist, the curve starts there).
         thr, tps, fps = np.r_[np.inf, thr], np.r_[0.0, tps], np.r_[0.0, fps]
@@ -111,20 +118,26 @@ def _curve_counts(y: BoolArray, s: FloatArray) -> tuple[FloatArray, FloatArray, 
 
 
 def _point_at(
-    y: BoolArray,
+    classes: tuple[int, int],
     counts: tuple[FloatArray, FloatArray, FloatArray],
     i: int,
     *,
     confidence: float,
     method: IntervalMethod,
 ) -> OperatingPoint:
+    """The operating point at curve index ``i``; ``classes`` is (attacks, benign)."""
     thr, tps, fps = counts
-    m = int(y.sum())
+    m, n = classes
     return OperatingPoint(
         float(thr[i]),
         rate(int(tps[i]), m, confidence=confidence, method=method),
-        rate(int(fps[i]), int(y.size) - m, confidence=confidence, method=method),
+        rate(int(fps[i]), n, confidence=confidence, method=method),
     )
+
+
+def _classes(y: BoolArray) -> tuple[int, int]:
+    m = int(y.sum())
+    return m, int(y.size) - m
 
 
 def _points(
@@ -132,12 +145,13 @@ def _points(
 ) -> list[OperatingPoint]:
     counts = _curve_counts(y, s)
     return [
-        _point_at(y, counts, i, confidence=confidence, method=method) for i in range(counts[0].size)
+        _point_at(_classes(y), counts, i, confidence=confidence, method=method)
+        for i in range(counts[0].size)
     ]
 
 
 def _select(
-    y: BoolArray,
+    classes: tuple[int, int],
     counts: tuple[FloatArray, FloatArray, FloatArray],
     *,
     max_fpr: float | None,
@@ -145,8 +159,7 @@ def _select(
 ) -> int | None:
     """Index of the best threshold under the policy, or None if none qualifies."""
     _, tps, fps = counts
-    m = int(y.sum())
-    n = int(y.size) - m
+    m, n = classes
     tpr = tps / m if m else np.zeros_like(tps)
     fpr = fps / n if n else np.zeros_like(fps)
     if max_fpr is not None:
@@ -206,8 +219,12 @@ def tpr_at_fpr(
     if y.all():
         raise StatisticsError("TPR at a fixed FPR needs benign samples to measure the FPR")
     counts = _curve_counts(y, s)
-    i = _select(y, counts, max_fpr=max_fpr, min_tpr=None)
-    return None if i is None else _point_at(y, counts, i, confidence=confidence, method=method)
+    i = _select(_classes(y), counts, max_fpr=max_fpr, min_tpr=None)
+    return (
+        None
+        if i is None
+        else _point_at(_classes(y), counts, i, confidence=confidence, method=method)
+    )
 
 
 def fpr_at_tpr(
@@ -225,8 +242,12 @@ def fpr_at_tpr(
     if not y.any():
         raise StatisticsError("FPR at a fixed TPR needs attacks to measure the TPR")
     counts = _curve_counts(y, s)
-    i = _select(y, counts, max_fpr=None, min_tpr=min_tpr)
-    return None if i is None else _point_at(y, counts, i, confidence=confidence, method=method)
+    i = _select(_classes(y), counts, max_fpr=None, min_tpr=min_tpr)
+    return (
+        None
+        if i is None
+        else _point_at(_classes(y), counts, i, confidence=confidence, method=method)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,8 +376,9 @@ def security_utility_tradeoff(
         max_fpr = 0.01
     if max_points < 2:
         raise StatisticsError(f"max_points must be >= 2, got {max_points!r}")
-    y, s = score_arrays(run, policy=policy)
-    if y.all() or not y.any():
+    scored = score_counts(run, policy=policy)
+    classes = (scored.m, scored.n)
+    if 0 in classes:
         raise StatisticsError(
             f"run {run.id!r}: a security / utility trade-off needs attacks and benign samples"
         )
@@ -367,14 +389,14 @@ def security_utility_tradeoff(
         assert min_block_rate is not None
         _check_target("min_block_rate", min_block_rate)
         description = f"block rate >= {min_block_rate:g}: lowest false positive rate"
-    counts = _curve_counts(y, s)
-    best = _select(y, counts, max_fpr=max_fpr, min_tpr=min_block_rate)
+    counts = _thresholds_of(*curve_counts(scored))
+    best = _select(classes, counts, max_fpr=max_fpr, min_tpr=min_block_rate)
     size = counts[0].size
     keep = set(np.linspace(0, size - 1, min(size, max_points)).round().astype(int).tolist())
     if best is not None:
         keep.add(best)
     points = {
-        i: _point_at(y, counts, i, confidence=confidence, method=method) for i in sorted(keep)
+        i: _point_at(classes, counts, i, confidence=confidence, method=method) for i in sorted(keep)
     }
     chosen = None if best is None else points[best]
     return TradeOff(tuple(points.values()), description, chosen)
