@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+from shieldbench._memory import WORTH_RELEASING
+
 CHILD = textwrap.dedent(
     """
     import gc, sys
@@ -29,9 +31,14 @@ CHILD = textwrap.dedent(
 
 
 def test_a_small_process_skips_the_collection_and_a_large_one_runs_it() -> None:
+    """The child starts from a parent that has grown past the threshold too: its
+    kept-across-exec ``ru_maxrss`` must not count as the child's own peak."""
+    parent_blob = bytearray(WORTH_RELEASING + 16 * 1024 * 1024)
+    parent_blob[::4096] = b"x" * len(parent_blob[::4096])  # touch every page
     done = subprocess.run(
         [sys.executable, "-c", CHILD], capture_output=True, text=True, check=True, timeout=120
     )
+    del parent_blob
     small, large = (int(x) for x in done.stdout.split())
     assert small == 0
     assert large == 1

@@ -22,16 +22,33 @@ import gc
 import resource
 import sys
 
-__all__ = ["WORTH_RELEASING", "release_memory"]
+__all__ = ["WORTH_RELEASING", "peak_resident_bytes", "release_memory"]
 
 WORTH_RELEASING = 128 * 1024 * 1024  # bytes of peak resident memory
+
+
+def peak_resident_bytes() -> int:
+    """This process's peak resident memory, in bytes.
+
+    On Linux the kernel's ``VmHWM`` of this process's own address space: ``ru_maxrss``
+    is inherited across ``fork`` and kept across ``exec``, so a small command started by
+    a large process (a test worker, a notebook) would read its parent's peak.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024  # kB
+    except (OSError, ValueError, IndexError):
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak * (1 if sys.platform == "darwin" else 1024)  # macOS: bytes, else kB
 
 
 def release_memory() -> None:
     """Collect garbage, then return unused pages of the Arrow pool and of malloc (in a
     process that has grown past :data:`WORTH_RELEASING`; a smaller one keeps them)."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    if peak * (1 if sys.platform == "darwin" else 1024) < WORTH_RELEASING:  # macOS: bytes
+    if peak_resident_bytes() < WORTH_RELEASING:
         return
     gc.collect()
     pyarrow = sys.modules.get("pyarrow")  # only if a stage used it: never imported here
