@@ -19,6 +19,7 @@ from shieldbench.reports._charts import (
     clean_svg,
     label,
     latency_chart,
+    pr_chart,
     roc_chart,
 )
 
@@ -126,6 +127,21 @@ def test_charts_have_an_accessible_name_and_description() -> None:
         assert desc.text
         assert root.get("role") == "img"
         assert root.get("aria-labelledby") == f"{title.get('id')} {desc.get('id')}"
+
+
+def test_curve_legends_state_each_runs_area_under_the_curve() -> None:
+    rows = [("c", True, True, 0.9), ("c", True, False, 0.2), ("b", False, False, 0.1)] * 10
+    section = build_report([make_run(rows)]).runs[0]
+    scores = section.summary.scores
+    assert scores is not None
+    assert scores.roc_auc.value is not None
+    assert scores.pr_auc.value is not None
+    roc, pr = roc_chart([section]), pr_chart([section])
+    assert roc is not None
+    assert pr is not None
+    assert any(f"(AUC {scores.roc_auc.value:.3f})" in t for t in _texts(roc))
+    assert any(f"(AP {scores.pr_auc.value:.3f})" in t for t in _texts(pr))
+    assert not any("(AUC" in t for t in _texts(pr))
 
 
 def test_bars_carry_their_value_and_interval() -> None:

@@ -5,7 +5,7 @@ drawn with :mod:`shieldbench.charts`; see :mod:`._charts` for what every chart k
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from shieldbench.charts import (
     PALETTE,
@@ -20,7 +20,7 @@ from shieldbench.charts import (
     plain,
     title,
 )
-from shieldbench.metrics import Rate
+from shieldbench.metrics import Rate, ScoreSummary
 from shieldbench.reports._model import RunSection
 
 __all__ = ["latency_chart", "pr_chart", "roc_chart", "tradeoff_chart"]
@@ -39,16 +39,25 @@ def _curve_chart(
     return svg, ax
 
 
+def _keys(
+    scored: Sequence[RunSection], name: str, figure: Callable[[ScoreSummary], float | None]
+) -> list[LegendEntry]:
+    """One legend entry per run: its label, then ``(name value)`` when the run's score
+    summary has the figure."""
+    keys = []
+    for i, r in enumerate(scored):
+        value = figure(r.summary.scores) if r.summary.scores is not None else None
+        tag = "" if value is None else f" ({name} {value:.3f})"
+        keys.append(LegendEntry(label(r.label, 36) + tag, PALETTE[i % len(PALETTE)]))
+    return keys
+
+
 def roc_chart(runs: Sequence[RunSection], *, name: str = "roc") -> str | None:
     """ROC curves of the runs that have scores, AUC in the legend."""
     scored = [r for r in runs if r.curves is not None]
     if not scored:
         return None
-    keys = []
-    for i, r in enumerate(scored):
-        auc = r.summary.scores.roc_auc.value if r.summary.scores is not None else None
-        tag = "" if auc is None else f" (AUC {auc:.3f})"
-        keys.append(LegendEntry(label(r.label, 36) + tag, PALETTE[i % len(PALETTE)]))
+    keys = _keys(scored, "AUC", lambda s: s.roc_auc.value)
     svg, ax = _curve_chart(
         name,
         "ROC curve",
@@ -84,11 +93,7 @@ def pr_chart(runs: Sequence[RunSection], *, name: str = "pr") -> str | None:
     scored = [r for r in runs if r.curves is not None]
     if not scored:
         return None
-    keys = []
-    for i, r in enumerate(scored):
-        ap = r.summary.scores.pr_auc.value if r.summary.scores is not None else None
-        tag = "" if ap is None else f" (AP {ap:.3f})"
-        keys.append(LegendEntry(label(r.label, 36) + tag, PALETTE[i % len(PALETTE)]))
+    keys = _keys(scored, "AP", lambda s: s.pr_auc.value)
     svg, ax = _curve_chart(
         name,
         "Precision-recall curve",
