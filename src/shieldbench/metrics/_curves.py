@@ -164,7 +164,15 @@ def roc_curve(is_attack: ArrayLike, scores: ArrayLike) -> RocCurve:
     """The ROC curve: every distinct threshold with its FPR and TPR."""
     y, s = validate_scores(is_attack, scores)
     m, n = _need_both(y, "a ROC curve")
-    fps, tps, thr = _binary_curve(y, s)
+    return roc_from_cumulative(*_binary_curve(y, s), m, n)
+
+
+def roc_from_cumulative(
+    fps: FloatArray, tps: FloatArray, thr: FloatArray, m: int, n: int
+) -> RocCurve:
+    """The ROC curve from the cumulative false and true positives at each distinct
+    threshold (descending), of ``m`` attacks and ``n`` benign samples: shared by the
+    per-sample and the per-distinct-score computations, so they cannot drift apart."""
     fpr = np.r_[0.0, fps / n]
     tpr = np.r_[0.0, tps / m]
     thresholds = np.r_[np.inf, thr]
@@ -199,7 +207,13 @@ def precision_recall_curve(is_attack: ArrayLike, scores: ArrayLike) -> Precision
     """Precision and recall at every distinct threshold."""
     y, s = validate_scores(is_attack, scores)
     m, n = _need_both(y, "a precision-recall curve")
-    fps, tps, thr = _binary_curve(y, s)
+    return pr_from_cumulative(*_binary_curve(y, s), m, n)
+
+
+def pr_from_cumulative(
+    fps: FloatArray, tps: FloatArray, thr: FloatArray, m: int, n: int
+) -> PrecisionRecallCurve:
+    """The precision-recall curve from cumulative counts (see :func:`roc_from_cumulative`)."""
     precision = tps / (tps + fps)
     recall = tps / m
     return PrecisionRecallCurve(

@@ -53,6 +53,8 @@ from shieldbench.metrics._curves import (
     FloatArray,
     PrecisionRecallCurve,
     RocCurve,
+    pr_from_cumulative,
+    roc_from_cumulative,
     score_arrays,
     validate_scores,
 )
@@ -182,26 +184,13 @@ def _need_both(c: ScoreCounts, what: str) -> tuple[int, int]:
 def roc_curve_counts(c: ScoreCounts) -> RocCurve:
     """:func:`~shieldbench.metrics.roc_curve` from counts (equal to it)."""
     m, n = _need_both(c, "a ROC curve")
-    fps, tps, thr = curve_counts(c)
-    fpr = np.r_[0.0, fps / n]
-    tpr = np.r_[0.0, tps / m]
-    thresholds = np.r_[np.inf, thr]
-    return RocCurve(tuple(fpr.tolist()), tuple(tpr.tolist()), tuple(thresholds.tolist()), m, n)
+    return roc_from_cumulative(*curve_counts(c), m, n)
 
 
 def precision_recall_curve_counts(c: ScoreCounts) -> PrecisionRecallCurve:
     """:func:`~shieldbench.metrics.precision_recall_curve` from counts (equal to it)."""
     m, n = _need_both(c, "a precision-recall curve")
-    fps, tps, thr = curve_counts(c)
-    precision = tps / (tps + fps)
-    recall = tps / m
-    return PrecisionRecallCurve(
-        tuple(np.r_[precision[::-1], 1.0].tolist()),
-        tuple(np.r_[recall[::-1], 0.0].tolist()),
-        tuple(thr[::-1].tolist()),
-        m,
-        n,
-    )
+    return pr_from_cumulative(*curve_counts(c), m, n)
 
 
 def _weighted_var(values: FloatArray, weights: IntArray) -> float:
