@@ -30,6 +30,14 @@ def _backend_pid(store: object) -> int:
         return int(conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one())
 
 
+def _terminate(url: str, pid: int) -> None:
+    """The server ends a session (what a restart or a proxy does to a kept connection)."""
+    killer = sa.create_engine(url.replace("postgresql://", "postgresql+psycopg://"))
+    with killer.begin() as conn:
+        conn.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+    killer.dispose()
+
+
 def test_statement_keeps_one_connection_and_commits_each_statement(postgres_url: str) -> None:
     store = open_store(postgres_url)
     try:
@@ -52,10 +60,7 @@ def test_a_failed_statement_closes_the_connection_and_the_next_call_opens_one(
     store = open_store(postgres_url)
     try:
         first = _backend_pid(store)
-        killer = sa.create_engine(postgres_url.replace("postgresql://", "postgresql+psycopg://"))
-        with killer.begin() as conn:  # the server ends the kept session (a restart, a proxy)
-            conn.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": first})
-        killer.dispose()
+        _terminate(postgres_url, first)
         with pytest.raises(StoreError, match=r"127\.0\.0\.1"), store.statement() as conn:
             conn.execute(sa.text("SELECT 1"))
         assert _backend_pid(store) != first  # a new connection, no error
@@ -72,13 +77,7 @@ def test_the_writer_survives_a_terminated_connection_and_loses_no_record(
     store = AuditStore(postgres_url)
     try:
         store.append([_record(1)])
-        pid = _backend_pid(store._store)
-        with store._store.statement() as conn:
-            pass
-        killer = sa.create_engine(postgres_url.replace("postgresql://", "postgresql+psycopg://"))
-        with killer.begin() as conn:
-            conn.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
-        killer.dispose()
+        _terminate(postgres_url, _backend_pid(store._store))
         with pytest.raises(StoreError):
             store.append([_record(2)])  # the batch fails as a whole, nothing half-written
         store.append([_record(2)])  # re-read head, new connection: it goes in
