@@ -29,12 +29,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import operator
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +51,7 @@ from shieldbench.service._journal import (
     quarantine_path,
     quarantined_count,
 )
+from shieldbench.service._pgcopy import copy_rows
 from shieldbench.service._record import (
     GENESIS,
     MAIN_CHAIN,
@@ -92,48 +92,6 @@ def _refusal(exc: BaseException) -> str | None:
     if isinstance(cause, _REFUSED):
         return str(getattr(cause, "orig", cause)).splitlines()[0]
     return None
-
-
-_COLUMNS = tuple(column.name for column in audit_table.columns)
-_COPY = f"COPY {audit_table.name} ({', '.join(_COLUMNS)}) FROM STDIN"
-#: A row's values in the columns' order.
-_VALUES = operator.itemgetter(*_COLUMNS)
-
-
-def _copy_rows(conn: sa.Connection, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Insert ``rows`` with PostgreSQL's ``COPY``, in the connection's transaction.
-
-    One statement for the whole batch: an ``INSERT`` per row (what ``executemany``
-    sends, even pipelined) costs the server a statement each, and the writer thread
-    SQLAlchemy's and psycopg's per-row parameter handling; measured on the service's
-    audit rows, ``COPY`` is several times cheaper for both (benchmarks/service_scale.py
-    reports PostgreSQL's CPU per check). The rows are all or none, as with ``INSERT``;
-    a driver error is raised as SQLAlchemy's (a constraint is an ``IntegrityError``,
-    which :meth:`AuditStore.insert_isolating` reads as a refusal).
-    """
-    raw: Any = conn.connection.driver_connection
-    try:
-        with raw.cursor() as cursor, cursor.copy(_COPY) as copy:
-            for row in rows:
-                # The values by one C call; a Python call only for a timestamp.
-                copy.write_row(
-                    [_naive_utc(v) if isinstance(v, datetime) else v for v in _VALUES(row)]
-                )
-    except Exception as exc:
-        dbapi_error = conn.dialect.loaded_dbapi.Error
-        lost = isinstance(exc, dbapi_error) and conn.dialect.is_disconnect(exc, raw, None)
-        if lost:
-            conn.invalidate(exc)  # the pool drops it: the next batch gets a new connection
-        raise sa.exc.DBAPIError.instance(
-            _COPY, None, exc, dbapi_error, connection_invalidated=lost, dialect=conn.dialect
-        ) from exc
-
-
-def _naive_utc(value: Any) -> Any:
-    """What the timestamp column stores: UTC without a zone (as the column type writes it)."""
-    if isinstance(value, datetime) and value.tzinfo is not None:
-        return value.astimezone(UTC).replace(tzinfo=None)
-    return value
 
 
 class AuditStore:
@@ -224,15 +182,18 @@ class AuditStore:
         self.insert_chained(rows)
 
     def insert_chained(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Insert rows chained elsewhere (the journal), in order, in one transaction."""
+        """Insert rows chained elsewhere (the journal), in order, all or none."""
         if not rows:
             return
         with self._lock:
             try:
-                with self._store.connection(write=True) as conn:
-                    if conn.dialect.name == "postgresql":
-                        _copy_rows(conn, rows)
-                    else:
+                if self._store.backend == "postgresql":
+                    # One COPY statement, committed by itself (all or none) on a kept
+                    # connection: one round trip a batch, not four (Store.statement).
+                    with self._store.statement() as conn:
+                        copy_rows(conn, rows)
+                else:
+                    with self._store.connection(write=True) as conn:
                         conn.execute(audit_table.insert(), rows)
             except BaseException:
                 self._heads.clear()  # re-read: the transaction may or may not be there

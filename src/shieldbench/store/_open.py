@@ -182,6 +182,18 @@ class StoreEngine:
         except exc.DatabaseError as error:
             raise StoreError(f"{self.where}: {_reason(error)}") from error
 
+    def held(self) -> Connection:
+        """A new write connection in autocommit mode, for :meth:`Store.statement`."""
+        try:
+            conn = self.write_engine.connect()
+            return conn.execution_options(isolation_level="AUTOCOMMIT")
+        except exc.DatabaseError as error:
+            raise self.failure(error) from error
+
+    def failure(self, error: exc.DatabaseError) -> StoreError:
+        """The :class:`StoreError` of a database error (where, and the driver's reason)."""
+        return StoreError(f"{self.where}: {_reason(error)}")
+
     def dispose(self) -> None:
         self.engine.dispose()
         self.write_engine.dispose()
