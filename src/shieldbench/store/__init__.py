@@ -46,7 +46,14 @@ from shieldbench.store._migrate import head_revisions, known_revisions
 from shieldbench.store._models import Base, UTCDateTime
 from shieldbench.store._open import DEFAULT_PATH, ENV_VAR, display_url, resolve_url
 from shieldbench.store._outcomes import OUTCOME_KINDS, OutcomeKind, OutcomePage, StoredOutcome
-from shieldbench.store._read import RUN_SORTS, AttackInfo, DatasetVersion, Flip, RunPage
+from shieldbench.store._read import (
+    RUN_SORTS,
+    AttackInfo,
+    DatasetVersion,
+    Flip,
+    RunFilter,
+    RunPage,
+)
 from shieldbench.store._runs import RunInfo
 from shieldbench.store._store import Store, StoredAlert, open_store
 
@@ -61,6 +68,7 @@ __all__ = [
     "Flip",
     "OutcomeKind",
     "OutcomePage",
+    "RunFilter",
     "RunInfo",
     "RunPage",
     "Store",

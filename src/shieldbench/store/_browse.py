@@ -6,9 +6,7 @@ module holds writing and resolving; every method opens one read session.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from datetime import datetime
 from typing import Any, Protocol
 
 from sqlalchemy.orm import Session
@@ -24,6 +22,7 @@ from shieldbench.store._read import (
     AttackInfo,
     DatasetVersion,
     Flip,
+    RunFilter,
     RunPage,
     attack_infos,
     dataset_versions,
@@ -47,37 +46,17 @@ class Browsing:
 
     def run_page(
         self: _Sessions,
+        where: RunFilter | None = None,
         *,
-        defense: str | None = None,
-        dataset: str | None = None,
-        tags: Mapping[str, str] | None = None,
-        commit: str | None = None,
-        source: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
         sort: str = "started",
         descending: bool = True,
         offset: int = 0,
         limit: int = 50,
     ) -> RunPage:
-        """One page of the runs matching every filter (see :func:`_read.run_page`):
-        ``defense`` / ``dataset`` match a substring of the spec, ``commit`` a prefix;
-        ``sort`` is one of :data:`RUN_SORTS`."""
+        """One page of the runs matching ``where`` (:class:`RunFilter`; ``None``: all),
+        sorted by ``sort`` (one of :data:`RUN_SORTS`), ``limit`` from ``offset``."""
         with self.session() as s:
-            return run_page(
-                s,
-                defense=defense,
-                dataset=dataset,
-                tags=tags,
-                commit=commit,
-                source=source,
-                since=since,
-                until=until,
-                sort=sort,
-                descending=descending,
-                offset=offset,
-                limit=limit,
-            )
+            return run_page(s, where, sort=sort, descending=descending, offset=offset, limit=limit)
 
     def outcome_page(self: _Sessions, ref: str, **filters: Any) -> OutcomePage:
         """One page of run ``ref``'s samples with their outcomes, filtered by outcome

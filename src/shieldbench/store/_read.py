@@ -24,6 +24,7 @@ __all__ = [
     "AttackInfo",
     "DatasetVersion",
     "Flip",
+    "RunFilter",
     "RunPage",
     "attack_infos",
     "dataset_versions",
@@ -41,6 +42,23 @@ RUN_SORTS: Mapping[str, Any] = {
     "defense": RunRow.defense_spec,
     "errors": RunRow.n_errors,
 }
+
+
+@dataclass(frozen=True, slots=True)
+class RunFilter:
+    """Which runs a page holds: every field given must match (``None``: any run).
+
+    ``defense`` and ``dataset`` match a substring of the spec (or the name / content
+    hash exactly), ``commit`` a prefix of the git commit, ``tags`` every KEY=VALUE,
+    ``source`` exactly; ``since`` / ``until`` bound the start time (inclusive)."""
+
+    defense: str | None = None
+    dataset: str | None = None
+    tags: Mapping[str, str] | None = None
+    commit: str | None = None
+    source: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,30 +97,22 @@ class Flip:
 
 def run_page(
     session: Session,
+    where: RunFilter | None = None,
     *,
-    defense: str | None = None,
-    dataset: str | None = None,
-    tags: Mapping[str, str] | None = None,
-    commit: str | None = None,
-    source: str | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
     sort: str = "started",
     descending: bool = True,
     offset: int = 0,
     limit: int = 50,
 ) -> RunPage:
-    """The runs matching every filter, sorted and paged in SQL.
-
-    ``defense`` and ``dataset`` match a substring of the spec (or the name / content
-    hash exactly), ``commit`` a prefix of the git commit. Runs without the sort
-    figure (``None``) come last either way; ties break on start time then insertion.
+    """The runs matching ``where`` (:class:`RunFilter`; ``None``: all), sorted by
+    ``sort`` (one of :data:`RUN_SORTS`) and paged in SQL. Runs without the sort figure
+    (``None``) come last either way; ties break on start time then insertion.
     """
     if sort not in RUN_SORTS:
         raise StoreError(f"sort {sort!r}: choose one of {', '.join(RUN_SORTS)}")
     if offset < 0 or not 1 <= limit <= 1000:
         raise StoreError(f"offset {offset} / limit {limit}: offset >= 0, limit 1..1000")
-    conditions = _run_conditions(defense, dataset, tags, commit, source, since, until)
+    conditions = _run_conditions(where or RunFilter())
     total = int(session.scalar(select(func.count(RunRow.pk)).where(*conditions)) or 0)
     column = RUN_SORTS[sort]
     order = column.desc() if descending else column.asc()
@@ -127,41 +137,33 @@ def _like(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def _run_conditions(
-    defense: str | None,
-    dataset: str | None,
-    tags: Mapping[str, str] | None,
-    commit: str | None,
-    source: str | None,
-    since: datetime | None,
-    until: datetime | None,
-) -> list[ColumnElement[bool]]:
+def _run_conditions(f: RunFilter) -> list[ColumnElement[bool]]:
     where: list[ColumnElement[bool]] = []
-    if defense:
+    if f.defense:
         where.append(
             or_(
-                RunRow.defense_spec.like(_like(defense), escape="\\"),
-                RunRow.defense_name == defense,
+                RunRow.defense_spec.like(_like(f.defense), escape="\\"),
+                RunRow.defense_name == f.defense,
             )
         )
-    if dataset:
+    if f.dataset:
         where.append(
             or_(
-                RunRow.dataset_spec.like(_like(dataset), escape="\\"),
-                RunRow.dataset_hash == dataset,
+                RunRow.dataset_spec.like(_like(f.dataset), escape="\\"),
+                RunRow.dataset_hash == f.dataset,
             )
         )
-    for key, value in (tags or {}).items():
+    for key, value in (f.tags or {}).items():
         tagged = select(RunTagRow.run_pk).where(RunTagRow.key == key, RunTagRow.value == value)
         where.append(RunRow.pk.in_(tagged))
-    if commit:
-        where.append(RunRow.git_commit.like(_like(commit)[1:], escape="\\"))
-    if source:
-        where.append(RunRow.source == source)
-    if since is not None:
-        where.append(RunRow.started >= aware(since))
-    if until is not None:
-        where.append(RunRow.started <= aware(until))
+    if f.commit:
+        where.append(RunRow.git_commit.like(_like(f.commit)[1:], escape="\\"))
+    if f.source:
+        where.append(RunRow.source == f.source)
+    if f.since is not None:
+        where.append(RunRow.started >= aware(f.since))
+    if f.until is not None:
+        where.append(RunRow.started <= aware(f.until))
     return where
 
 

@@ -11,7 +11,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse
 
 from shieldbench.charts import Bar, Point, Series, histogram, interval_bars, line_chart, plane
 from shieldbench.reports import Report, build_report
-from shieldbench.store import RUN_SORTS, RunInfo, RunPage
+from shieldbench.store import RUN_SORTS, RunFilter, RunInfo, RunPage
 from shieldbench.view._pages import BadRequest, LruCache, page, store_of
 
 __all__ = ["router"]
@@ -47,7 +47,7 @@ def _runs_page(request: Request, params: dict[str, Any]) -> RunPage:
     sort = params["sort"] or "started"
     if sort not in RUN_SORTS:
         raise BadRequest(f"sort={sort!r}: choose one of {', '.join(RUN_SORTS)}")
-    return store_of(request).run_page(
+    where = RunFilter(
         defense=params["defense"] or None,
         dataset=params["dataset"] or None,
         tags=_tags(params["tag"]),
@@ -55,6 +55,9 @@ def _runs_page(request: Request, params: dict[str, Any]) -> RunPage:
         source=params["source"] or None,
         since=_day(params["since"], "since"),
         until=_day(params["until"], "until", end=True),
+    )
+    return store_of(request).run_page(
+        where,
         sort=sort,
         descending=params["order"] != "asc",
         offset=(params["page"] - 1) * params["size"],
