@@ -12,6 +12,8 @@ error counts, the score figures, under each error policy.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -52,6 +54,19 @@ def _run(rows: list[tuple], policy: str) -> Run:  # type: ignore[type-arg]
     return Run("r", DefenseInfo("d", "d"), info, config, tuple(samples), tuple(outcomes), NOW, NOW)
 
 
+@contextmanager
+def _on_disk(run: Run, block: int) -> Iterator[Run]:
+    """``run`` saved as Parquet and read back, in row groups and metric blocks of a
+    handful of rows (so every figure is assembled from many blocks)."""
+    with pytest.MonkeyPatch.context() as mp, tempfile.TemporaryDirectory() as tmp:
+        mp.setattr(_parquet, "ROW_GROUP", block + 2)
+        mp.setattr(_columnar, "BLOCK", block)
+        back = load_run(save_run(run, Path(tmp) / "run.parquet"))
+        assert isinstance(back.outcomes, ParquetRows)
+        assert _columnar.columnar(back)
+        yield back
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     st.lists(_ROW, min_size=1, max_size=60),
@@ -64,13 +79,7 @@ def test_figures_from_blocks_on_disk_equal_the_in_memory_figures(
     block: int,
 ) -> None:
     run = _run(rows, policy)
-    with pytest.MonkeyPatch.context() as mp, tempfile.TemporaryDirectory() as tmp:
-        mp.setattr(_parquet, "ROW_GROUP", block + 2)
-        mp.setattr(_columnar, "BLOCK", block)
-        path = save_run(run, Path(tmp) / "run.parquet")
-        back = load_run(path)
-        assert isinstance(back.outcomes, ParquetRows)
-        assert _columnar.columnar(back)
+    with _on_disk(run, block) as back:
         try:
             expected = summarize(run).to_dict()
         except Exception as exc:  # the same refusal both ways (e.g. a verdict without score)
@@ -96,11 +105,7 @@ def test_report_curves_and_latency_histogram_from_blocks_equal_the_in_memory_one
     from shieldbench.reports import _build
 
     run = _run(rows, policy)
-    with pytest.MonkeyPatch.context() as mp, tempfile.TemporaryDirectory() as tmp:
-        mp.setattr(_parquet, "ROW_GROUP", block + 2)
-        mp.setattr(_columnar, "BLOCK", block)
-        back = load_run(save_run(run, Path(tmp) / "run.parquet"))
-        assert _columnar.columnar(back)
+    with _on_disk(run, block) as back:
         assert _build._latency_histogram(back) == _build._latency_histogram(run)
         try:
             expected = _build._curves(run, run.config.error_policy, 0.01)
