@@ -86,6 +86,7 @@ __all__ = [
 IntArray = npt.NDArray[np.int64]
 
 _CELLS_PER_BATCH = 4_000_000
+_CELLS_PER_CHUNK = 500_000
 
 
 def _blocks(run: Run, policy: ErrorPolicy) -> Iterator[tuple[Any, Any, int]]:
@@ -217,22 +218,30 @@ def _ap(pos_desc: FloatArray, neg_desc: FloatArray) -> FloatArray:
 
 def _ap_resamples(c: ScoreCounts, n_resamples: int, seed: int) -> tuple[FloatArray, float]:
     """AP of ``n_resamples`` stratified multinomial resamples, and the largest distance
-    from a resample's binned AP to the ends of its exact range (0 when exact)."""
+    from a resample's binned AP to the ends of its exact range (0 when exact).
+
+    Draws come in batches of about 4M cells (the seeded stream of draws depends on
+    it); each batch is evaluated in row chunks of about 500k cells, so the
+    temporaries stay small whatever the number of bins.
+    """
     m, n = c.m, c.n
     pos_desc, neg_desc = c.pos[::-1].astype(float), c.neg[::-1].astype(float)
     coarse_desc = c.coarse[::-1]
     rng = np.random.default_rng(seed)
-    batch = max(1, _CELLS_PER_BATCH // max(c.scores.size, 1))
+    width = max(c.scores.size, 1)
+    batch, chunk = max(1, _CELLS_PER_BATCH // width), max(1, _CELLS_PER_CHUNK // width)
     values, spread = [], 0.0
     for start in range(0, n_resamples, batch):
         rows = min(batch, n_resamples - start)
         draw_pos = rng.multinomial(m, pos_desc / m, size=rows).astype(float)
         draw_neg = rng.multinomial(n, neg_desc / n, size=rows).astype(float)
-        ap = _ap(draw_pos, draw_neg)
-        values.append(ap)
-        if not c.exact:
-            low, high = ap_range(draw_pos, draw_neg, coarse_desc)
-            spread = max(spread, float(np.max(np.maximum(ap - low, high - ap))))
+        for at in range(0, rows, chunk):
+            p, q = draw_pos[at : at + chunk], draw_neg[at : at + chunk]
+            ap = _ap(p, q)
+            values.append(ap)
+            if not c.exact:
+                low, high = ap_range(p, q, coarse_desc)
+                spread = max(spread, float(np.max(np.maximum(ap - low, high - ap))))
     return np.concatenate(values), spread
 
 
