@@ -133,3 +133,43 @@ def test_a_run_read_from_disk_in_small_blocks_is_sketched_within_its_bounds() ->
     assert scores.sketch is not None
     gap = abs(roc_auc_counts(sketch).value - roc_auc(y, s).value)  # type: ignore[operator]
     assert gap <= auc_error_bound(sketch.pos, sketch.neg, sketch.coarse) + 1e-12
+
+
+def test_the_terminal_comparison_notes_a_sketched_roc_auc() -> None:
+    import io
+    from dataclasses import replace
+
+    from rich.console import Console
+
+    from shieldbench.cli._stats import print_comparison
+    from shieldbench.metrics import compare_runs
+
+    run = _continuous_run()
+    other = make_run([(c, a, b, 1.0 - s) for c, a, b, s in _rows(run)], run_id="r2", spec="d2")
+    cmp = compare_runs([run, other])
+
+    def printed(comparison: object) -> str:
+        buffer = io.StringIO()
+        print_comparison(comparison, out=Console(file=buffer, width=200))  # type: ignore[arg-type]
+        return buffer.getvalue()
+
+    assert "sketch" not in printed(cmp)
+    sketched = summarize(run, distinct_limit=16)
+    entries = tuple(
+        replace(e, summary=sketched) if e.summary.run_id == run.id else e for e in cmp.leaderboard
+    )
+    text = printed(replace(cmp, leaderboard=entries))
+    assert sketched.scores is not None
+    assert sketched.scores.sketch is not None
+    assert f"ROC-AUC within ±{sketched.scores.sketch.roc_auc:.2g}" in text
+
+
+def _rows(run: Run) -> list[tuple[str, bool, bool, float]]:
+    rows = []
+    for sample, outcome in zip(run.samples, run.outcomes, strict=True):
+        assert outcome.verdict is not None
+        assert outcome.verdict.score is not None
+        rows.append(
+            (sample.category, sample.is_attack, outcome.verdict.blocked, outcome.verdict.score)
+        )
+    return rows
