@@ -20,6 +20,7 @@ from shieldbench.metrics import (
     _columnar,
     _score_counts,
     roc_auc,
+    roc_curve,
     score_arrays,
     score_counts,
     summarize,
@@ -30,6 +31,7 @@ from shieldbench.metrics._score_counts import roc_auc_counts
 from shieldbench.metrics._sketch_bounds import auc_error_bound
 from shieldbench.metrics._testing import make_run
 from shieldbench.reports import (
+    _build,
     build_report,
     render_html,
     render_json,
@@ -124,6 +126,13 @@ def test_a_run_read_from_disk_in_small_blocks_is_sketched_within_its_bounds() ->
         assert _columnar.columnar(back)
         exact = score_counts(back)
         sketch = score_counts(back, distinct_limit=8)
+        curves = _build._curves(back, "fail_closed", 0.01, 8)
+    assert curves is not None
+    true_roc = roc_curve(y, s)
+    true_points = set(zip(true_roc.thresholds, true_roc.fpr, true_roc.tpr, strict=True))
+    shown = set(zip(curves.roc.thresholds, curves.roc.fpr, curves.roc.tpr, strict=True))
+    assert len(shown) <= 9  # +inf and at most 8 bins
+    assert shown <= true_points  # the report's curve: exact points of the true curve
     assert exact.exact
     assert exact.scores.tolist() == np.unique(s).tolist()
     assert not sketch.exact

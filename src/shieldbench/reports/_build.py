@@ -114,7 +114,7 @@ def _thin(n: int, max_points: int) -> list[int]:
 
 
 def _curves(
-    run: Run, policy: ErrorPolicy, target_fpr: float, distinct_limit: int
+    run: Run, policy: ErrorPolicy, target_fpr: float, distinct_limit: int = DISTINCT_LIMIT
 ) -> ScoreCurves | None:
     """Thinned curves; past ``distinct_limit`` distinct scores, the exact points at a
     sketch's bin lows (the summary's ``scores.sketch`` states the bounds)."""
