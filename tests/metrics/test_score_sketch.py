@@ -326,3 +326,22 @@ def test_the_delong_se_bound_is_nearly_reached_when_a_bin_splits_its_attacks() -
     assert true_se is not None
     assert true_se <= bound
     assert true_se > 0.99 * bound  # the bound is nearly tight here
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(8, 16), st.integers(0, 1000))
+def test_a_heavily_tied_score_stays_its_own_exact_bin(limit: int, seed: int) -> None:
+    # A tie holding every other sample: at least a bin's share (1 / (limit // 2)) of
+    # every block and at every coarsening, so it is never blurred into a coarse bin.
+    # (A tie that only becomes that heavy after it was merged stays in its bin.)
+    rng = np.random.default_rng(seed)
+    s = rng.normal(0.0, 1.0, 400)
+    s[::2] = 0.25
+    y = rng.random(400) < 0.5
+    for c in _sketches(y, s, limit, 37, seed):
+        assert not c.exact
+        lo, hi, pos, neg = c.bins
+        at = np.flatnonzero(lo == 0.25)
+        assert at.size == 1
+        assert hi[at[0]] == 0.25
+        assert int(pos[at[0]] + neg[at[0]]) == int((s == 0.25).sum())

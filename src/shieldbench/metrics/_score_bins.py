@@ -21,6 +21,8 @@ score, whatever order the data comes in:
   holds at least a share ``1 / (limit // 2)`` of the samples (a heavily tied score)
   stays its own bin, and the bins at ``-inf`` and ``+inf`` (errors under the error
   policies) are never merged: at most ``limit`` finite bins remain, plus those two.
+  A tie that reaches that share only after it was merged into a wider bin stays
+  there (its samples cannot be told apart any more): the bounds count it.
 
 Pairs of samples in different bins are ordered correctly by the bins; only pairs
 inside one bin (``lo < hi``) are uncertain. That is what the error bounds of
