@@ -199,6 +199,16 @@ def print_comparison(cmp: Comparison, *, out: Console | None = None) -> None:
         highlight=False,
     )
     target.print(_leaderboard_table(cmp))
+    for e in cmp.leaderboard:
+        sketch = None if e.summary.scores is None else e.summary.scores.sketch
+        if sketch is not None:
+            target.print(
+                Text(
+                    f"{e.label}: score figures from a sketch of {sketch.bins:,} bins (more than"
+                    f" {sketch.distinct_limit:,} distinct scores); ROC-AUC within"
+                    f" ±{sketch.roc_auc:.2g} of the exact value (the reports state every bound)."
+                )
+            )
     target.print(_pairs_table(cmp))
     target.print(
         "TPR / FPR rows: McNemar test on the paired outcomes, exact binomial below 25"

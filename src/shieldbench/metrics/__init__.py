@@ -128,11 +128,14 @@ from shieldbench.metrics._pairing import (
 from shieldbench.metrics._planning import required_sample_size, wilson_half_width
 from shieldbench.metrics._precision import average_precision
 from shieldbench.metrics._score_counts import (
+    DISTINCT_LIMIT,
     ScoreCounts,
+    counts_of_blocks,
     precision_recall_curve_counts,
     roc_curve_counts,
     score_counts,
 )
+from shieldbench.metrics._sketch_bounds import SketchBounds
 from shieldbench.metrics._summary import (
     Breakdowns,
     Operations,
@@ -157,6 +160,7 @@ from shieldbench.metrics._thresholds import (
 __all__ = [
     "BOOTSTRAP_METHODS",
     "DIMENSIONS",
+    "DISTINCT_LIMIT",
     "EXACT_BELOW",
     "FLIP_KINDS",
     "INTERVAL_METHODS",
@@ -203,6 +207,7 @@ __all__ = [
     "SampleFlip",
     "ScoreCounts",
     "ScoreSummary",
+    "SketchBounds",
     "SummarySettings",
     "ThresholdCalibration",
     "Throughput",
@@ -222,6 +227,7 @@ __all__ = [
     "confusion",
     "confusion_from_arrays",
     "corrected_success_rate",
+    "counts_of_blocks",
     "coverage",
     "detection_rates",
     "effective_blocked",

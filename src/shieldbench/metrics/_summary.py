@@ -17,7 +17,11 @@ time; the score figures come from counts per distinct score
 (:mod:`shieldbench.metrics._score_counts`; the PR-AUC bootstrap draws multinomial
 counts per distinct score, the same distribution as resampling the samples); the
 latency percentiles from radix selection (:mod:`shieldbench.metrics._order_stats`).
-All exact: a run read from disk has the summary of the same run held in memory.
+All exact, up to ``distinct_limit`` distinct scores: a run read from disk has the
+summary of the same run held in memory. A run with more distinct scores gets its
+score figures from a bounded sketch, and ``scores.sketch`` (a
+:class:`~shieldbench.metrics.SketchBounds`) states how far each can be from the
+exact figure; exact summaries have no ``sketch`` key.
 
 Example:
     >>> from shieldbench.metrics._testing import make_run
@@ -45,7 +49,11 @@ from shieldbench.metrics._confusion import (
     detection_rates,
     resolve_policy,
 )
-from shieldbench.metrics._count_points import fpr_at_tpr_counts, tpr_at_fpr_counts
+from shieldbench.metrics._count_points import (
+    fpr_at_tpr_counts,
+    sketch_bounds,
+    tpr_at_fpr_counts,
+)
 from shieldbench.metrics._curves import has_scores
 from shieldbench.metrics._intervals import (
     INTERVAL_METHODS,
@@ -61,11 +69,14 @@ from shieldbench.metrics._operations import (
     latency_stats,
     throughput,
 )
+from shieldbench.metrics._score_bins import check_limit
 from shieldbench.metrics._score_counts import (
-    average_precision_counts,
+    DISTINCT_LIMIT,
+    average_precision_with_range,
     roc_auc_counts,
     score_counts,
 )
+from shieldbench.metrics._sketch_bounds import SketchBounds
 from shieldbench.metrics._thresholds import OperatingPoint
 from shieldbench.types import DatasetInfo, DefenseInfo, ErrorPolicy, Run
 
@@ -144,7 +155,8 @@ class ScoreSummary:
 
     ``tpr_at_fpr`` is the best block rate with FPR <= ``target_fpr``; ``fpr_at_tpr``
     the lowest FPR with block rate >= ``target_tpr``; each ``None`` when no observed
-    threshold qualifies or a class is missing.
+    threshold qualifies or a class is missing. ``sketch`` is ``None`` when every figure
+    is exact, else the stated error of each (more distinct scores than the limit).
     """
 
     n: int
@@ -154,9 +166,10 @@ class ScoreSummary:
     tpr_at_fpr: OperatingPoint | None
     target_tpr: float
     fpr_at_tpr: OperatingPoint | None
+    sketch: SketchBounds | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "n": self.n,
             "roc_auc": self.roc_auc.to_dict(),
             "pr_auc": self.pr_auc.to_dict(),
@@ -165,6 +178,9 @@ class ScoreSummary:
             "target_tpr": self.target_tpr,
             "fpr_at_tpr": None if self.fpr_at_tpr is None else self.fpr_at_tpr.to_dict(),
         }
+        if self.sketch is not None:
+            out["sketch"] = self.sketch.to_dict()
+        return out
 
 
 def _pr_resamples(n: int) -> int:
@@ -180,27 +196,44 @@ def score_summary(
     target_fpr: float = 0.01,
     target_tpr: float = 0.9,
     seed: int = 0,
+    distinct_limit: int = DISTINCT_LIMIT,
 ) -> ScoreSummary | None:
-    """The score figures of ``run``; ``None`` unless every verdict carries a score."""
+    """The score figures of ``run``; ``None`` unless every verdict carries a score.
+
+    Exact up to ``distinct_limit`` distinct scores; past it, from a sketch of at most
+    that many bins, with the stated errors in ``sketch``.
+    """
     if not has_scores(run):
         return None
-    counts = score_counts(run, policy=policy)
+    counts = score_counts(run, policy=policy, distinct_limit=distinct_limit)
     m, n = counts.m, counts.n
     at_fpr = at_tpr = None
     if n > 0:
         at_fpr = tpr_at_fpr_counts(counts, max_fpr=target_fpr, confidence=confidence, method=method)
     if m > 0:
         at_tpr = fpr_at_tpr_counts(counts, min_tpr=target_tpr, confidence=confidence, method=method)
+    pr_auc, ap_range, ap_interval = average_precision_with_range(
+        counts, confidence=confidence, n_resamples=_pr_resamples(m + n), seed=seed
+    )
+    bounds = sketch_bounds(
+        counts,
+        distinct_limit=distinct_limit,
+        confidence=confidence,
+        target_fpr=target_fpr,
+        target_tpr=target_tpr,
+        average_precision_range=ap_range,
+        average_precision=pr_auc.value,
+        average_precision_interval=ap_interval,
+    )
     return ScoreSummary(
         m + n,
         roc_auc_counts(counts, confidence=confidence),
-        average_precision_counts(
-            counts, confidence=confidence, n_resamples=_pr_resamples(m + n), seed=seed
-        ),
+        pr_auc,
         target_fpr,
         at_fpr,
         target_tpr,
         at_tpr,
+        bounds,
     )
 
 
@@ -241,12 +274,14 @@ def summarize(
     target_fpr: float = 0.01,
     target_tpr: float = 0.9,
     seed: int = 0,
+    distinct_limit: int = DISTINCT_LIMIT,
 ) -> RunSummary:
     """Summarize ``run``: rates, intervals, breakdowns, operations and score figures.
 
     ``policy`` overrides the run's own error policy (the default); ``method`` picks
     the interval of every rate; ``coverage_target`` is the block rate an attack
-    category must reach to count as covered.
+    category must reach to count as covered; ``distinct_limit`` the distinct scores
+    up to which the score figures are exact (past it: a sketch with stated errors).
     """
     confidence = _check_confidence(confidence)
     if method not in INTERVAL_METHODS:
@@ -260,6 +295,7 @@ def summarize(
     ):
         if not 0.0 <= value <= 1.0:
             raise StatisticsError(f"{name} must be in [0, 1], got {value!r}")
+    check_limit(distinct_limit)
     chosen = resolve_policy(run, policy)
     settings = SummarySettings(
         confidence, method, chosen, coverage_target, target_fpr, target_tpr, seed
@@ -287,6 +323,7 @@ def summarize(
         target_fpr=target_fpr,
         target_tpr=target_tpr,
         seed=seed,
+        distinct_limit=distinct_limit,
     )
     return RunSummary(
         run.id,

@@ -46,7 +46,7 @@ from shieldbench.metrics._curves import (
     validate_scores,
 )
 from shieldbench.metrics._intervals import IntervalMethod, Rate, rate
-from shieldbench.metrics._score_counts import curve_counts, score_counts
+from shieldbench.metrics._score_counts import DISTINCT_LIMIT, curve_counts, score_counts
 from shieldbench.types import ErrorPolicy, Run
 
 __all__ = [
@@ -362,13 +362,16 @@ def security_utility_tradeoff(
     confidence: float = 0.95,
     method: IntervalMethod = "wilson",
     max_points: int = 200,
+    distinct_limit: int = DISTINCT_LIMIT,
 ) -> TradeOff:
     """Block rate against FPR across thresholds, and the threshold meeting a policy.
 
     Give at most one of ``max_fpr`` ("FPR <= x: the highest block rate", the default
     with x = 0.01) or ``min_block_rate`` ("block rate >= x: the lowest FPR"). The
     curve is thinned to about ``max_points`` evenly spaced points (the chosen one is
-    always kept). Needs scores on every verdict and both classes.
+    always kept). Needs scores on every verdict and both classes. Past
+    ``distinct_limit`` distinct scores the thresholds are a sketch's bin lows: each
+    point's counts are still exact (:mod:`shieldbench.metrics._count_points`).
     """
     if max_fpr is not None and min_block_rate is not None:
         raise StatisticsError("give max_fpr or min_block_rate, not both")
@@ -376,7 +379,7 @@ def security_utility_tradeoff(
         max_fpr = 0.01
     if max_points < 2:
         raise StatisticsError(f"max_points must be >= 2, got {max_points!r}")
-    scored = score_counts(run, policy=policy)
+    scored = score_counts(run, policy=policy, distinct_limit=distinct_limit)
     classes = (scored.m, scored.n)
     if 0 in classes:
         raise StatisticsError(

@@ -33,6 +33,7 @@ from shieldbench.datasets import sample_size_warnings
 from shieldbench.defenses import dual_gain, path_shares
 from shieldbench.errors import ConfigError, StatisticsError
 from shieldbench.metrics import (
+    DISTINCT_LIMIT,
     Comparison,
     GroupedComparisons,
     PrecisionRecallCurve,
@@ -112,10 +113,15 @@ def _thin(n: int, max_points: int) -> list[int]:
     return sorted(set(np.linspace(0, n - 1, min(n, max_points)).round().astype(int).tolist()))
 
 
-def _curves(run: Run, policy: ErrorPolicy, target_fpr: float) -> ScoreCurves | None:
+def _curves(
+    run: Run, policy: ErrorPolicy, target_fpr: float, distinct_limit: int = DISTINCT_LIMIT
+) -> ScoreCurves | None:
+    """Thinned curves; past ``distinct_limit`` distinct scores, the exact points at a
+    sketch's bin lows (the summary's ``scores.sketch`` states the bounds)."""
     if not has_scores(run):
         return None
-    counts = score_counts(run, policy=policy)  # per distinct score: memory not per sample
+    # Per distinct score (at most distinct_limit bins): memory not per sample.
+    counts = score_counts(run, policy=policy, distinct_limit=distinct_limit)
     if counts.m == 0 or counts.n == 0:
         return None
     roc = roc_curve_counts(counts)
@@ -137,7 +143,11 @@ def _curves(run: Run, policy: ErrorPolicy, target_fpr: float) -> ScoreCurves | N
         pr.n_benign,
     )
     tradeoff = security_utility_tradeoff(
-        run, max_fpr=target_fpr, policy=policy, max_points=CURVE_POINTS
+        run,
+        max_fpr=target_fpr,
+        policy=policy,
+        max_points=CURVE_POINTS,
+        distinct_limit=distinct_limit,
     )
     return ScoreCurves(roc, pr, tradeoff, CURVE_POINTS)
 
@@ -213,13 +223,19 @@ def _composite(run: Run) -> CompositeFacts | None:
 
 
 def _section(
-    run: Run, label: str, *, policy: ErrorPolicy | None, settings: ReportSettings
+    run: Run,
+    label: str,
+    *,
+    policy: ErrorPolicy | None,
+    settings: ReportSettings,
+    distinct_limit: int,
 ) -> RunSection:
     summary = summarize(
         run,
         policy=policy,
         coverage_target=settings.coverage_target,
         target_fpr=settings.target_fpr,
+        distinct_limit=distinct_limit,
     )
     chosen: ErrorPolicy = summary.settings.policy  # type: ignore[assignment]
     blocked = (effective_blocked(o, chosen) for o in run.outcomes)  # one pass, not a list
@@ -233,7 +249,7 @@ def _section(
         started=run.started,
         finished=run.finished,
         summary=summary,
-        curves=_curves(run, chosen, settings.target_fpr),
+        curves=_curves(run, chosen, settings.target_fpr, distinct_limit),
         latency_histogram=_latency_histogram(run),
         errors=_error_handling(run, summary),
         worst_case=worst_case(
@@ -345,6 +361,7 @@ def build_report(
     policy: ErrorPolicy | None = None,
     generated_at: datetime | None = None,
     max_fpr: float | None = None,
+    distinct_limit: int = DISTINCT_LIMIT,
 ) -> Report:
     """The report model of ``runs`` (one or several) and/or an adaptive ``attack``.
 
@@ -363,6 +380,8 @@ def build_report(
     - ``max_fpr``: the reader's policy, "FPR at most this": a line on the security /
       utility plane, and the target FPR of "block rate at FPR <= target" (default
       1%).
+    - ``distinct_limit``: the distinct scores up to which a run's score figures are
+      exact; past it they come from a sketch and the report states its error bounds.
     """
     runs = list(runs)
     _check_options(runs, margin, examples, attack)
@@ -382,7 +401,7 @@ def build_report(
     )
     labels = _labels(runs)
     sections = tuple(
-        _section(r, label, policy=policy, settings=settings)
+        _section(r, label, policy=policy, settings=settings, distinct_limit=distinct_limit)
         for r, label in zip(runs, labels, strict=True)
     )
     groups = _groups(runs, sections, policy=policy, settings=settings, comparison=comparison)

@@ -4,17 +4,42 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from shieldbench.metrics import ScoreSummary, SketchBounds
 from shieldbench.reports._format import DASH, est_text, pct, rate_text
 from shieldbench.reports._model import RunSection
 
-__all__ = ["summary_rows"]
+__all__ = ["sketch_text", "summary_rows"]
+
+SKETCH_ROW = "Score figures: exact or sketch (error bounds)"
+
+
+def sketch_text(b: SketchBounds) -> str:
+    """One line stating a sketch's bins and every figure's error bound."""
+    parts = [
+        f"sketch of {b.bins:,} bins (more than {b.distinct_limit:,} distinct scores):",
+        f"ROC-AUC ± {b.roc_auc:.2g} (interval ends ± {b.roc_auc_interval:.2g}),",
+        f"PR-AUC ± {b.average_precision:.2g} (interval ends ± {b.average_precision_interval:.2g})",
+    ]
+    if b.tpr_at_fpr_shortfall is not None:
+        parts[-1] += ","
+        parts.append(
+            f"best block rate at the FPR target up to {pct(b.tpr_at_fpr_shortfall)} higher"
+        )
+    return " ".join(parts)
+
+
+def _sketch_cell(s: ScoreSummary | None) -> str:
+    if s is None:
+        return DASH
+    return "exact" if s.sketch is None else sketch_text(s.sketch)
 
 
 def summary_rows(runs: Sequence[RunSection]) -> list[tuple[str, list[str]]]:
     """``(metric name, one formatted cell per run)`` rows, headline rates first.
 
     Score rows (ROC-AUC, PR-AUC, block rate at the target FPR) appear when at
-    least one run has scores.
+    least one run has scores; a row stating the error bounds of the score figures
+    when at least one run had more distinct scores than the limit (a sketch).
     """
     rows: list[tuple[str, list[str]]] = []
     rates = [r.summary.rates for r in runs]
@@ -52,6 +77,8 @@ def summary_rows(runs: Sequence[RunSection]) -> list[tuple[str, list[str]]]:
                 ],
             )
         )
+        if any(s is not None and s.sketch is not None for s in scores):
+            rows.append((SKETCH_ROW, [_sketch_cell(s) for s in scores]))
     rows.append(
         (
             "Category coverage",
