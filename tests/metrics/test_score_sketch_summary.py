@@ -31,7 +31,7 @@ from shieldbench.metrics._score_counts import roc_auc_counts
 from shieldbench.metrics._sketch_bounds import auc_error_bound
 from shieldbench.metrics._testing import make_run
 from shieldbench.reports import (
-    _build,
+    _run_figures,
     build_report,
     render_html,
     render_json,
@@ -126,7 +126,7 @@ def test_a_run_read_from_disk_in_small_blocks_is_sketched_within_its_bounds() ->
         assert _columnar.columnar(back)
         exact = score_counts(back)
         sketch = score_counts(back, distinct_limit=8)
-        curves = _build._curves(back, "fail_closed", 0.01, 8)
+        curves = _run_figures.curves(back, "fail_closed", 0.01, 8)
     assert curves is not None
     true_roc = roc_curve(y, s)
     true_points = set(zip(true_roc.thresholds, true_roc.fpr, true_roc.tpr, strict=True))

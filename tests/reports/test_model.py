@@ -15,7 +15,7 @@ from shieldbench.errors import ConfigError
 from shieldbench.metrics import compare_runs, effective_blocked, latency_stats, summarize
 from shieldbench.metrics._testing import make_run as make_small_run
 from shieldbench.reports import build_report
-from shieldbench.reports._build import CURVE_POINTS
+from shieldbench.reports._run_figures import CURVE_POINTS
 from shieldbench.types import Run, RunConfig, Sample
 
 from .conftest import make_run

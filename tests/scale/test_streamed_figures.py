@@ -102,18 +102,18 @@ def test_report_curves_and_latency_histogram_from_blocks_equal_the_in_memory_one
     block: int,
 ) -> None:
     from shieldbench.metrics import precision_recall_curve, roc_curve, score_arrays
-    from shieldbench.reports import _build
+    from shieldbench.reports import _run_figures
 
     run = _run(rows, policy)
     with _on_disk(run, block) as back:
-        assert _build._latency_histogram(back) == _build._latency_histogram(run)
+        assert _run_figures.latency_histogram(back) == _run_figures.latency_histogram(run)
         try:
-            expected = _build._curves(run, run.config.error_policy, 0.01)
+            expected = _run_figures.curves(run, run.config.error_policy, 0.01)
         except Exception as exc:
             with pytest.raises(type(exc)):
-                _build._curves(back, back.config.error_policy, 0.01)
+                _run_figures.curves(back, back.config.error_policy, 0.01)
             return
-        assert _build._curves(back, back.config.error_policy, 0.01) == expected
+        assert _run_figures.curves(back, back.config.error_policy, 0.01) == expected
     if expected is not None:  # the thinned curves are points of the exact curves
         y, s = score_arrays(run)
         assert set(expected.roc.fpr) <= set(roc_curve(y, s).fpr)

@@ -19,15 +19,11 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from functools import partial
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from shieldbench.datasets import sample_size_warnings
 from shieldbench.defenses import dual_gain, path_shares
@@ -36,19 +32,10 @@ from shieldbench.metrics import (
     DISTINCT_LIMIT,
     Comparison,
     GroupedComparisons,
-    PrecisionRecallCurve,
-    RocCurve,
     RunSummary,
-    columnar,
     compare_pairs_by_group,
     compare_runs,
     effective_blocked,
-    has_scores,
-    latency_blocks,
-    precision_recall_curve_counts,
-    roc_curve_counts,
-    score_counts,
-    security_utility_tradeoff,
     summarize,
 )
 from shieldbench.reports._attack_section import read_attack
@@ -60,15 +47,14 @@ from shieldbench.reports._model import (
     CompositeFacts,
     DatasetGroup,
     ErrorHandling,
-    LatencyHistogram,
     Report,
     ReportSettings,
     RunSection,
     Scope,
-    ScoreCurves,
 )
 from shieldbench.reports._plane import tradeoff_planes
 from shieldbench.reports._recommend import recommend
+from shieldbench.reports._run_figures import curves, latency_histogram
 from shieldbench.types import ERROR_POLICIES, ErrorPolicy, Run
 
 if TYPE_CHECKING:
@@ -76,8 +62,6 @@ if TYPE_CHECKING:
 
 __all__ = ["build_report"]
 
-CURVE_POINTS = 200
-HISTOGRAM_BINS = 30
 TEXT_LIMIT = 500
 _COUNTED_AS = {"fail_closed": "blocked", "fail_open": "allowed", "exclude": "excluded"}
 
@@ -107,81 +91,6 @@ def _labels(runs: Sequence[Run]) -> list[str]:
         seen[label] += 1
         unique.append(label if seen[label] == 1 else f"{label} #{seen[label]}")
     return unique
-
-
-def _thin(n: int, max_points: int) -> list[int]:
-    return sorted(set(np.linspace(0, n - 1, min(n, max_points)).round().astype(int).tolist()))
-
-
-def _curves(
-    run: Run, policy: ErrorPolicy, target_fpr: float, distinct_limit: int = DISTINCT_LIMIT
-) -> ScoreCurves | None:
-    """Thinned curves; past ``distinct_limit`` distinct scores, the exact points at a
-    sketch's bin lows (the summary's ``scores.sketch`` states the bounds)."""
-    if not has_scores(run):
-        return None
-    # Per distinct score (at most distinct_limit bins): memory not per sample.
-    counts = score_counts(run, policy=policy, distinct_limit=distinct_limit)
-    if counts.m == 0 or counts.n == 0:
-        return None
-    roc = roc_curve_counts(counts)
-    keep = _thin(len(roc.fpr), CURVE_POINTS)
-    roc = RocCurve(
-        tuple(roc.fpr[i] for i in keep),
-        tuple(roc.tpr[i] for i in keep),
-        tuple(roc.thresholds[i] for i in keep),
-        roc.n_attacks,
-        roc.n_benign,
-    )
-    pr = precision_recall_curve_counts(counts)
-    keep = _thin(len(pr.precision), CURVE_POINTS)
-    pr = PrecisionRecallCurve(
-        tuple(pr.precision[i] for i in keep),
-        tuple(pr.recall[i] for i in keep),
-        tuple(pr.thresholds[i] for i in keep if i < len(pr.thresholds)),
-        pr.n_attacks,
-        pr.n_benign,
-    )
-    tradeoff = security_utility_tradeoff(
-        run,
-        max_fpr=target_fpr,
-        policy=policy,
-        max_points=CURVE_POINTS,
-        distinct_limit=distinct_limit,
-    )
-    return ScoreCurves(roc, pr, tradeoff, CURVE_POINTS)
-
-
-def _latency_histogram(run: Run) -> LatencyHistogram | None:
-    """Counts of the finite latencies in 30 bins, read a block at a time (two reads:
-    the range, then the counts; the same counts as one histogram of every value)."""
-    if columnar(run):
-        blocks: Callable[[], Iterable[np.ndarray]] = partial(latency_blocks, run)
-    else:
-        values = np.asarray(
-            [o.latency_ms for o in run.outcomes if o.status == "ok" and o.latency_ms is not None],
-            dtype=float,
-        )
-        blocks = partial(iter, [values])
-    lo, hi = math.inf, -math.inf
-    for block in blocks():
-        block = block[np.isfinite(block)]
-        if block.size:
-            lo, hi = min(lo, float(block.min())), max(hi, float(block.max()))
-    if lo > hi:
-        return None
-    if hi <= lo:
-        hi = lo + max(abs(lo) * 0.01, 1e-6)
-    log = lo > 0 and hi / lo > 20
-    edges = np.geomspace(lo, hi, HISTOGRAM_BINS + 1) if log else np.linspace(lo, hi, 31)
-    counts = np.zeros(edges.size - 1, dtype=np.int64)
-    for block in blocks():
-        counts += np.histogram(block[np.isfinite(block)], bins=edges)[0]
-    return LatencyHistogram(
-        tuple(float(e) for e in edges),
-        tuple(int(c) for c in counts),
-        "log" if log else "linear",
-    )
 
 
 def _error_handling(run: Run, summary: RunSummary) -> ErrorHandling:
@@ -249,8 +158,8 @@ def _section(
         started=run.started,
         finished=run.finished,
         summary=summary,
-        curves=_curves(run, chosen, settings.target_fpr, distinct_limit),
-        latency_histogram=_latency_histogram(run),
+        curves=curves(run, chosen, settings.target_fpr, distinct_limit),
+        latency_histogram=latency_histogram(run),
         errors=_error_handling(run, summary),
         worst_case=worst_case(
             run, label, summary, blocked, examples=settings.examples, text_limit=TEXT_LIMIT
