@@ -150,7 +150,7 @@ def test_the_terminal_comparison_notes_a_sketched_roc_auc() -> None:
 
     from rich.console import Console
 
-    from shieldbench.cli._stats import print_comparison
+    from shieldbench.cli._compare_print import print_comparison
     from shieldbench.metrics import compare_runs
 
     run = _continuous_run()

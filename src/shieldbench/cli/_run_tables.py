@@ -55,8 +55,8 @@ def summary_table(dataset: str, summaries: Sequence[RunSummary]) -> Table:
 def print_results(result: Benchmark, accuracy: tuple[Rate, Rate] | None) -> None:
     """Per dataset: the summary table, the paired comparison and the end-to-end table;
     then the report files."""
+    from shieldbench.cli._compare_print import print_comparison
     from shieldbench.cli._e2e import print_end_to_end
-    from shieldbench.cli._stats import print_comparison
     from shieldbench.metrics import compare_runs, summarize
 
     for spec in result.config.datasets:

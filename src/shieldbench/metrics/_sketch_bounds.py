@@ -49,7 +49,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import digamma
 
 __all__ = ["SketchBounds", "ap_range", "auc_error_bound", "harmonic_gap", "se_error_bound"]
 
@@ -66,6 +65,8 @@ def harmonic_gap(x: FloatArray, p: FloatArray) -> FloatArray:
     Digamma differences below ``x = 1e4``; above, where ``digamma`` would subtract two
     nearly equal numbers, the Euler-Maclaurin sum (error below ``1 / (120 x^4)``).
     """
+    from scipy.special import digamma  # here: importing metrics must not load scipy
+
     x, p = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(p, dtype=float))
     out = np.zeros(x.shape)
     small = (x < _ASYMPTOTIC_FROM) & (p > 0)
