@@ -127,7 +127,7 @@ def main(n: int, run_file: Path | None, save: bool) -> int:
     lines, ok = compare(streamed, in_memory)
     lines = [
         f"large_runs_exact.py: {when}, load average {load:.2f},"
-        f" {len(held.samples):,} samples (pattern on large_runs.py's generated data)",
+        f" {len(held.samples):,} samples, run file {path.name}",
         f"  summary streamed from the Parquet run file {streamed_s:.1f} s;"
         f" in memory (objects, per-sample arrays) {held_s:.1f} s",
         *lines,
