@@ -94,6 +94,7 @@ if TYPE_CHECKING:
     from shieldbench.attacks._llm_result import LLM_ATTACK_KIND, LLMAttackResult
     from shieldbench.attacks._report import format_asr, load_attack, save_attack
     from shieldbench.attacks._result import (
+        ATTACK_KIND,
         ATTACK_SCHEMA_VERSION,
         AttackCounts,
         AttackFigures,
@@ -129,6 +130,7 @@ else:
             "format_asr": "shieldbench.attacks._report",
             "load_attack": "shieldbench.attacks._report",
             "save_attack": "shieldbench.attacks._report",
+            "ATTACK_KIND": "shieldbench.attacks._result",
             "ATTACK_SCHEMA_VERSION": "shieldbench.attacks._result",
             "AttackCounts": "shieldbench.attacks._result",
             "AttackFigures": "shieldbench.attacks._result",
@@ -145,6 +147,7 @@ else:
     )
 
 __all__ = [
+    "ATTACK_KIND",
     "ATTACK_SCHEMA_VERSION",
     "FAMILIES",
     "LLM_ATTACK_KIND",

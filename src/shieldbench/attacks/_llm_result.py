@@ -148,7 +148,12 @@ class LLMAttackResult:
                 else AttackResult.from_dict(comparison, source=f"{source} (comparison)"),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise RunError(f"{source}: malformed LLM attack result: {exc!r}") from exc
+            what = (
+                f"{type(exc).__name__}: {exc}"
+                if isinstance(exc, ValueError | TypeError)
+                else repr(exc)
+            )
+            raise RunError(f"{source}: malformed LLM attack result: {what}") from exc
 
 
 def _outcomes(data: Any) -> tuple[TargetOutcome, ...]:
@@ -159,5 +164,5 @@ def _outcomes(data: Any) -> tuple[TargetOutcome, ...]:
             out.append(TargetOutcome.from_dict(expect(o, dict, "outcome")))
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             name = o.get("sample_id") if isinstance(o, dict) else None
-            raise ValueError(f"outcomes[{i}] (sample {name!r}): {error!r}") from error
+            raise ValueError(f"outcomes[{i}] (sample {name!r}): {error}") from error
     return tuple(out)

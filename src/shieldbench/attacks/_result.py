@@ -27,6 +27,7 @@ from shieldbench.metrics import Rate
 from shieldbench.types import DatasetInfo, DefenseInfo, RunConfig
 
 __all__ = [
+    "ATTACK_KIND",
     "ATTACK_SCHEMA_VERSION",
     "AttackCounts",
     "AttackFigures",
@@ -35,6 +36,7 @@ __all__ = [
     "TransferResult",
 ]
 
+ATTACK_KIND = "shieldbench.attack"  # the ``kind`` of a mutator search's record
 ATTACK_SCHEMA_VERSION = 1
 
 
@@ -213,7 +215,7 @@ class AttackResult:
         """The JSON-ready form (``schema_version`` and ``kind`` first)."""
         return {
             "schema_version": ATTACK_SCHEMA_VERSION,
-            "kind": "shieldbench.attack",
+            "kind": ATTACK_KIND,
             "meta": self.meta.to_dict(),
             "defense": self.defense.to_dict(),
             "dataset": self.dataset.to_dict(),
@@ -229,7 +231,7 @@ class AttackResult:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "<dict>") -> AttackResult:
         """Rebuild a result from :meth:`to_dict` output; :class:`RunError` on bad input."""
-        if data.get("kind") != "shieldbench.attack":
+        if data.get("kind") != ATTACK_KIND:
             raise RunError(f"{source}: not an attack result (kind={data.get('kind')!r})")
         if data.get("schema_version") != ATTACK_SCHEMA_VERSION:
             raise RunError(
@@ -249,5 +251,5 @@ class AttackResult:
                 transfer=tuple(TransferResult.from_dict(t) for t in data["transfer"]),
                 meta=AttackMeta.from_dict(data["meta"]),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise RunError(f"{source}: malformed attack result: {exc!r}") from exc
