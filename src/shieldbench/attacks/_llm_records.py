@@ -251,7 +251,7 @@ class LLMCurvePoint:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LLMCurvePoint:
         return cls(
-            data["queries"],
+            expect(data["queries"], int, "curve field 'queries'"),
             rate_from_dict(data["asr"]),
             rate_from_dict(data["preserving_asr"]),
         )

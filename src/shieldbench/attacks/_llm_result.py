@@ -20,7 +20,7 @@ from shieldbench.attacks._attacker import AttackerUsage
 from shieldbench.attacks._llm_records import LLMCurvePoint, LLMSettings, TargetOutcome
 from shieldbench.attacks._records import expect, rate_from_dict
 from shieldbench.attacks._result import AttackMeta, AttackResult, TransferResult
-from shieldbench.errors import RunError
+from shieldbench.errors import ConfigError, RunError
 from shieldbench.metrics import Rate
 from shieldbench.types import DatasetInfo, DefenseInfo
 
@@ -147,13 +147,8 @@ class LLMAttackResult:
                 if comparison is None
                 else AttackResult.from_dict(comparison, source=f"{source} (comparison)"),
             )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            what = (
-                f"{type(exc).__name__}: {exc}"
-                if isinstance(exc, ValueError | TypeError)
-                else repr(exc)
-            )
-            raise RunError(f"{source}: malformed LLM attack result: {what}") from exc
+        except (KeyError, TypeError, ValueError, AttributeError, ConfigError) as exc:
+            raise RunError(f"{source}: malformed LLM attack result: {_describe(exc)}") from exc
 
 
 def _outcomes(data: Any) -> tuple[TargetOutcome, ...]:
@@ -164,5 +159,14 @@ def _outcomes(data: Any) -> tuple[TargetOutcome, ...]:
             out.append(TargetOutcome.from_dict(expect(o, dict, "outcome")))
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             name = o.get("sample_id") if isinstance(o, dict) else None
-            raise ValueError(f"outcomes[{i}] (sample {name!r}): {error}") from error
+            raise ValueError(f"outcomes[{i}] (sample {name!r}): {_describe(error)}") from error
     return tuple(out)
+
+
+def _describe(error: Exception) -> str:
+    """What is wrong, in words: a missing field by its name, else the error's own."""
+    if isinstance(error, KeyError):
+        return f"missing field {error.args[0]!r}"
+    if isinstance(error, ValueError) and str(error).startswith("outcomes["):
+        return str(error)
+    return f"{type(error).__name__}: {error}"

@@ -231,7 +231,15 @@ class CurvePoint:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CurvePoint:
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+        """Read :meth:`to_dict` back; ``TypeError`` naming a field of the wrong type."""
+        rate = (float, type(None))
+        types = {"asr": rate, "preserving_asr": rate}
+        return cls(
+            **{
+                k: expect(data[k], types.get(k, int), f"curve field {k!r}")
+                for k in cls.__dataclass_fields__
+            }
+        )
 
 
 @dataclass(frozen=True, slots=True)

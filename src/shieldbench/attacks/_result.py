@@ -20,9 +20,10 @@ from shieldbench.attacks._records import (
     MutatorStats,
     QueriesToBypass,
     RoundSummary,
+    expect,
     rate_from_dict,
 )
-from shieldbench.errors import RunError
+from shieldbench.errors import ConfigError, RunError
 from shieldbench.metrics import Rate
 from shieldbench.types import DatasetInfo, DefenseInfo, RunConfig
 
@@ -104,7 +105,8 @@ class AttackCounts:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AttackCounts:
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+        """Read :meth:`to_dict` back; ``TypeError`` naming a field that is not a count."""
+        return cls(**{k: expect(data[k], int, f"count {k!r}") for k in cls.__dataclass_fields__})
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,5 +253,5 @@ class AttackResult:
                 transfer=tuple(TransferResult.from_dict(t) for t in data["transfer"]),
                 meta=AttackMeta.from_dict(data["meta"]),
             )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, ConfigError) as exc:
             raise RunError(f"{source}: malformed attack result: {exc!r}") from exc
