@@ -22,7 +22,12 @@ from markupsafe import escape
 from shieldbench.attacks import LLMAttackResult, Step
 from shieldbench.reports import llm_asr_svg, llm_failure_steps
 from shieldbench.store import open_store
-from shieldbench.view._llm_attack import BEST_STEPS, PREVIEW_CHARS, STEPS_PER_PAGE
+from shieldbench.view._llm_attack import (
+    BEST_STEPS,
+    GOALS_PER_PAGE,
+    PREVIEW_CHARS,
+    STEPS_PER_PAGE,
+)
 
 from ._hostile_model import ANSWER_PAYLOAD
 from .conftest import (
@@ -159,17 +164,19 @@ def test_unknown_malformed_and_missing_records_answer_pages_naming_them(
     _get(viewer, f"/attacks/{history.llm.pair}/goals/0?page=0", status=400)
 
 
-def _long(r: LLMAttackResult, steps: int, answer: str) -> LLMAttackResult:
-    """``r`` with a first goal whose transcript has ``steps`` steps (built from the
-    library's own :class:`Step`), each answered with ``answer``."""
+def _long(r: LLMAttackResult, steps: int, answer: str, goals: int) -> LLMAttackResult:
+    """``r`` with ``goals`` goals, the first with a transcript of ``steps`` steps (built
+    from the library's own :class:`Step`), each answered with ``answer``."""
     first = r.outcomes[0]
     many = tuple(
         Step("sent", i % 3, i // 3, text=f"prompt {i} <b>", blocked=True, score=0.7, answer=answer)
         for i in range(steps)
     )
-    longer = dataclasses.replace(first, steps=many)
+    more = [dataclasses.replace(r.outcomes[1], sample_id=f"z-extra-{i}") for i in range(goals - 1)]
     meta = dataclasses.replace(r.meta, id="long-transcript")
-    return dataclasses.replace(r, outcomes=(longer, *r.outcomes[1:]), meta=meta)
+    return dataclasses.replace(
+        r, outcomes=(dataclasses.replace(first, steps=many), *more), meta=meta
+    )
 
 
 def test_a_long_transcript_is_paged_and_long_texts_folded(
@@ -177,7 +184,7 @@ def test_a_long_transcript_is_paged_and_long_texts_folded(
 ) -> None:
     answer = "A" * 1000 + f"<script>{PWN}</script>"
     url = str(tmp_path / "long.db")
-    record = _long(_record(sqlite_history, sqlite_history.llm.pair), 60, answer)
+    record = _long(_record(sqlite_history, sqlite_history.llm.pair), 60, answer, goals=60)
     with open_store(url) as store:
         assert store.add_attack(record.to_dict())
     with open_store(url, read_only=True) as store:
@@ -188,6 +195,7 @@ def test_a_long_transcript_is_paged_and_long_texts_folded(
                 pages = [client.get(f"{path}/goals/0?page={p}") for p in (1, 2, 3)]
                 past_the_end = client.get(f"{path}/goals/0?page=4")
                 attack = client.get(path).text
+                goal_pages = [client.get(f"{path}?page={p}").text for p in (1, 2)]
         finally:
             server.stop()
     assert [p.status_code for p in pages] == [200, 200, 200]
@@ -203,5 +211,9 @@ def test_a_long_transcript_is_paged_and_long_texts_folded(
     assert one.count('<details class="full">') == STEPS_PER_PAGE  # the whole text folded
     assert str(escape(answer)) in one
     _safe(attack)
-    best = attack.split('<details class="best-transcript">')[1].split("</details>\n<p>")[0]
+    folded = attack.split('<details class="best-transcript">')[1:]
+    (best,) = [b for b in folded if b.startswith("<summary>goal 0:")]
     assert best.count('<tr class="step step-sent">') == BEST_STEPS  # its first steps only
+    links = [p.count('class="goal-link"') for p in goal_pages]
+    assert links == [GOALS_PER_PAGE, 60 - GOALS_PER_PAGE]  # the goal table, paged
+    assert 'href="/attacks/long-transcript/goals/59"' in goal_pages[1]
