@@ -19,7 +19,9 @@ fast it falls when the attacker tries on purpose. Two parts:
   candidate still pursues the goal, under query, token and wall-time budgets.
   Its :class:`LLMAttackResult` reuses the search's records (:class:`AttackMeta`,
   :class:`TransferResult`, the mutator search at equal budget as an
-  :class:`AttackResult`); :mod:`shieldbench.reports` renders both kinds.
+  :class:`AttackResult`); :mod:`shieldbench.reports` and ``shieldbench view``
+  render both kinds, reading stored records back with ``from_dict``, which names the
+  field (and the goal and step) of a malformed one.
 
 :func:`mutate_dataset` writes mutated variants of a dataset (new difficulty
 tiers), loadable with ``jsonl:``.

@@ -19,7 +19,15 @@ from typing import Any
 from shieldbench.attacks import ATTACK_KIND, LLM_ATTACK_KIND
 from shieldbench.store import AttackInfo
 
-__all__ = ["KNOWN_KINDS", "STRATEGY_NAMES", "Figure", "Listed", "listed", "unknown_kind_note"]
+__all__ = [
+    "KNOWN_KINDS",
+    "STRATEGY_NAMES",
+    "Figure",
+    "Listed",
+    "kind_name",
+    "listed",
+    "unknown_kind_note",
+]
 
 KNOWN_KINDS = (ATTACK_KIND, LLM_ATTACK_KIND)
 STRATEGY_NAMES: Mapping[str, str] = {"pair": "PAIR", "tap": "TAP", "crescendo": "Crescendo"}

@@ -31,12 +31,15 @@ if TYPE_CHECKING:
     from shieldbench.attacks import LLMAttackResult, Step, TargetOutcome
 
 __all__ = [
+    "BEST_STEPS",
     "BEST_TRANSCRIPTS",
     "GOALS_PER_PAGE",
     "PREVIEW_CHARS",
     "STEPS_PER_PAGE",
+    "Goal",
     "goal_context",
     "llm_context",
+    "step_view",
 ]
 
 GOALS_PER_PAGE = 50
