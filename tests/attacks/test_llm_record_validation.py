@@ -79,7 +79,14 @@ CASES = [
     (_set(("settings", "budget", "queries"), -1), ["query budget must be >= 0"]),
     (_set(("stopped_by",), 3), ["stopped_by"]),
     (_set(("comparison", "counts", "attacks"), "x"), ["(comparison)", "count 'attacks'"]),
-    (_set(("comparison", "figures", "curve", 0, "asr"), "high"), ["(comparison)", "'asr'"]),
+    (
+        _set(("comparison", "figures", "curve", 0, "queries"), "<b>"),
+        ["(comparison)", "figures.curve[0].queries"],
+    ),
+    (
+        _set(("comparison", "figures", "curve", 0, "asr"), "high"),
+        ["(comparison)", "figures.curve[0].asr"],
+    ),
 ]
 
 

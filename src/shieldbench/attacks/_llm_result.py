@@ -143,9 +143,7 @@ class LLMAttackResult:
                 outcomes=_outcomes(data["outcomes"]),
                 meta=AttackMeta.from_dict(data["meta"]),
                 transfer=tuple(TransferResult.from_dict(t) for t in data.get("transfer", ())),
-                comparison=None
-                if comparison is None
-                else AttackResult.from_dict(comparison, source=f"{source} (comparison)"),
+                comparison=_comparison(comparison, f"{source} (comparison)"),
             )
         except (KeyError, TypeError, ValueError, AttributeError, ConfigError) as exc:
             raise RunError(f"{source}: malformed LLM attack result: {_describe(exc)}") from exc
@@ -170,3 +168,12 @@ def _describe(error: Exception) -> str:
     if isinstance(error, ValueError) and str(error).startswith("outcomes["):
         return str(error)
     return f"{type(error).__name__}: {error}"
+
+
+def _comparison(data: Any, source: str) -> AttackResult | None:
+    """The mutator search at equal budget, its curve checked (the chart draws it)."""
+    if data is None:
+        return None
+    result = AttackResult.from_dict(data, source=source)
+    result.check_curve(source)
+    return result

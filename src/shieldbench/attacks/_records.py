@@ -231,15 +231,16 @@ class CurvePoint:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CurvePoint:
-        """Read :meth:`to_dict` back; ``TypeError`` naming a field of the wrong type."""
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+
+    def check(self, where: str) -> None:
+        """``TypeError`` naming ``where`` and the field when a count is not a whole
+        number or a rate not a number (a hand-edited record: the Markdown report
+        escapes such a value, but a chart cannot draw it)."""
         rate = (float, type(None))
-        types = {"asr": rate, "preserving_asr": rate}
-        return cls(
-            **{
-                k: expect(data[k], types.get(k, int), f"curve field {k!r}")
-                for k in cls.__dataclass_fields__
-            }
-        )
+        for name in self.__dataclass_fields__:
+            kind = rate if name.endswith("asr") else int
+            expect(getattr(self, name), kind, f"{where}.{name}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -213,6 +213,16 @@ class AttackResult:
     transfer: tuple[TransferResult, ...]
     meta: AttackMeta
 
+    def check_curve(self, source: str) -> None:
+        """:class:`RunError` naming ``source`` and the point when the ASR-against-queries
+        curve holds a value that is not a number (see :meth:`CurvePoint.check`); the
+        charts call it before drawing a stored record."""
+        try:
+            for i, point in enumerate(self.figures.curve):
+                point.check(f"figures.curve[{i}]")
+        except TypeError as error:
+            raise RunError(f"{source}: malformed attack result: {error}") from None
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form (``schema_version`` and ``kind`` first)."""
         return {

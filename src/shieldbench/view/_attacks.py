@@ -48,7 +48,9 @@ def _read(document: dict[str, Any], attack_id: str) -> AttackResult | LLMAttackR
     source = f"attack {attack_id!r}"
     try:
         if kind == ATTACK_KIND:
-            return AttackResult.from_dict(document, source=source)
+            result = AttackResult.from_dict(document, source=source)
+            result.check_curve(source)  # the chart draws it
+            return result
         if kind == LLM_ATTACK_KIND:
             return LLMAttackResult.from_dict(document, source=source)
     except RunError as error:
