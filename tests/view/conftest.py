@@ -6,7 +6,7 @@ blocks the sample ``flip-me`` (score 0.65) and ``pattern(threshold=0.8)`` lets i
 through: the one planted flip between the two runs (the same data, so they pair).
 A third run on other data, an adaptive attack and a monitor alert complete it.
 
-LLM-driven attacks too, run by the real CLI (``attack --strategy pair,crescendo``):
+LLM-driven attacks too, run by the real CLI (``attack --strategy pair,tap,crescendo``):
 the scripted attacker of ``tests/attacks`` on a loopback port attacks goals that
 carry script and attribute-breaking payloads (one in a hostile category), the
 target model (``_hostile_model.py``) answers the role-play with markup of its own
@@ -123,6 +123,7 @@ class LLMAttacks:
     """The ids of the stored LLM attack records (see the module docstring)."""
 
     pair: str
+    tap: str
     crescendo: str
     unknown: str
     broken: str
@@ -208,7 +209,7 @@ def build_history(url: str, backend: str, work: Path) -> History:
 
 
 def _llm_attacks(url: str, work: Path) -> LLMAttacks:
-    """PAIR and Crescendo by the CLI against the scripted attacker, stored in ``url``,
+    """PAIR, TAP and Crescendo by the CLI against the scripted attacker, stored in ``url``,
     and the two records derived from the PAIR one (see the module docstring)."""
     goals = _write(work / "goals.jsonl", GOALS)
     with pytest.MonkeyPatch.context() as mp:
@@ -220,7 +221,7 @@ def _llm_attacks(url: str, work: Path) -> LLMAttacks:
         try:
             _cli(
                 "attack", "-d", "python:scripted_attacker:KeywordDefense", "-D", f"jsonl:{goals}",
-                "--strategy", "pair,crescendo", "--attacker", server.spec, "--budget", "30",
+                "--strategy", "pair,tap,crescendo", "--attacker", server.spec, "--budget", "30",
                 "--seed", "1", "--target", "python:_hostile_model:HostileModel",
                 "--judge", "refusal(embed=false)", "--compare-mutators", "--transfer", "pattern",
                 "--price", "1,2", "--out", str(work / "llm"), "--db", url,
@@ -240,7 +241,7 @@ def _llm_attacks(url: str, work: Path) -> LLMAttacks:
         }
         assert store.add_attack(unknown)
         assert store.add_attack(broken)
-    return LLMAttacks(ids["pair"], ids["crescendo"], "future-1", "broken-1")
+    return LLMAttacks(ids["pair"], ids["tap"], ids["crescendo"], "future-1", "broken-1")
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])

@@ -72,7 +72,7 @@ def test_the_list_shows_every_stored_attack_newest_first_with_kind_and_figures(
     assert [re.search(r'class="attack-link" href="/attacks/([^"]+)"', r)[1] for r in rows] == [  # type: ignore[index]
         i.id for i in infos
     ]
-    assert len(infos) == 5  # nothing is left out: the unknown and the broken record too
+    assert len(infos) == 6  # nothing is left out: the unknown and the broken record too
     by_id = {re.search(r'href="/attacks/([^"]+)"', r)[1]: r for r in rows}  # type: ignore[index]
     pair = _record(history, history.llm.pair)
     row = by_id[history.llm.pair]
@@ -81,6 +81,7 @@ def test_the_list_shows_every_stored_attack_newest_first_with_kind_and_figures(
         assert _rate(rate) in row
     assert f">{pair.queries} / {pair.settings.budget.queries}</td>" in row
     assert '<span class="attack-kind">Crescendo</span>' in by_id[history.llm.crescendo]
+    assert '<span class="attack-kind">TAP</span>' in by_id[history.llm.tap]
     assert '<span class="attack-kind">mutator search (' in by_id[history.attack]
     unknown = by_id[history.llm.unknown]
     assert f'<span class="attack-kind">{UNKNOWN_KIND}</span>' in unknown
@@ -112,6 +113,9 @@ def test_an_llm_attack_page_renders_what_the_report_renders(
     goals = html.split('id="llm-goals"')[1].split("</table>")[0]
     assert len(re.findall(r'class="goal-link"', goals)) == len(r.outcomes) == 2
     assert html.count('<details class="best-transcript">') == sum(o.preserved for o in r.outcomes)
+    tap = _get(viewer, f"/attacks/{history.llm.tap}")
+    _safe(tap)
+    assert "<h1>TAP attack on " in tap
     crescendo = _get(viewer, f"/attacks/{history.llm.crescendo}")
     _safe(crescendo)
     assert "<h1>Crescendo attack on " in crescendo
@@ -124,7 +128,8 @@ def test_everything_from_the_data_the_attacker_and_the_model_is_escaped(
     r = _record(history, history.llm.pair)
     pages = [_get(viewer, f"/attacks/{history.llm.pair}")]
     pages += [_get(viewer, f"/attacks/{history.llm.pair}/goals/{i}") for i in range(2)]
-    pages += [_get(viewer, f"/attacks/{history.llm.crescendo}/goals/{i}") for i in range(2)]
+    for other in (history.llm.tap, history.llm.crescendo):
+        pages += [_get(viewer, f"/attacks/{other}/goals/{i}") for i in range(2)]
     for html in pages:
         _safe(html)
         assert f"<script>{PWN}" not in html

@@ -157,8 +157,8 @@ def test_a_user_reads_an_llm_attack_its_chart_and_a_transcript(
     browser.open(f"{sqlite_viewer.base}/attacks")
     _clean(browser)
     kinds = _links(browser, "#attack-list .attack-kind")
-    assert len(kinds) == 5
-    assert {"PAIR", "Crescendo", UNKNOWN_KIND} <= set(kinds)
+    assert len(kinds) == 6
+    assert {"PAIR", "TAP", "Crescendo", UNKNOWN_KIND} <= set(kinds)
     assert any(k.startswith("mutator search (") for k in kinds)
     assert "cannot show" in browser.js("document.querySelector('.unknown-kind').textContent")
     browser.click(f'a.attack-link[href="/attacks/{h.llm.pair}"]', navigates=True)
