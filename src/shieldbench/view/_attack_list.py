@@ -67,13 +67,15 @@ def _figure(data: Mapping[str, Any] | None) -> Figure | None:
     """The rate in ``data`` (a ``Rate.to_dict()``), or ``None`` when it is not one."""
     if data is None:
         return None
-    k, n, value = data.get("k"), data.get("n"), data.get("value")
-    low, high = data.get("ci_low"), data.get("ci_high")
-    if not (isinstance(k, int) and isinstance(n, int)) or isinstance(k, bool):
+    k: Any = data.get("k")
+    n: Any = data.get("n")
+    value: Any = data.get("value")
+    low: Any = data.get("ci_low")
+    high: Any = data.get("ci_high")
+    counts = all(isinstance(x, int) and not isinstance(x, bool) for x in (k, n))
+    if not counts or not (_number(low) and _number(high) and (value is None or _number(value))):
         return None
-    if not (_number(low) and _number(high)) or not (value is None or _number(value)):
-        return None
-    return Figure(k, n, value, float(low), float(high))  # type: ignore[arg-type]
+    return Figure(k, n, None if value is None else float(value), float(low), float(high))
 
 
 def _budget(budget: Any) -> int | None:
