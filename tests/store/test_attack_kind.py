@@ -42,6 +42,32 @@ def test_both_kinds_are_stored_with_their_kind_on_both_backends(store_url: str) 
     assert mutator.kind == "shieldbench.attack"
     assert mutator.queries == doc["counts"]["search_queries"]  # type: ignore[index]
     assert (infos["llm-1"].kind, infos["llm-1"].queries) == ("shieldbench.llm_attack", 7)
+    # the list's headline parts, read from the documents in SQL on both backends
+    assert mutator.strategy == doc["meta"]["strategy"]  # type: ignore[index]
+    assert mutator.budget == doc["settings"]["budget"]  # type: ignore[index]
+    figures = doc["figures"]
+    assert mutator.figures == {  # type: ignore[comparison-overlap]
+        k: figures[k]  # type: ignore[index]
+        for k in ("static_asr", "adaptive_asr", "preserving_asr")
+    }
+
+
+def test_the_list_reads_what_a_record_holds_and_nothing_it_does_not(store_url: str) -> None:
+    doc = _mutator_attack()
+    odd = {
+        **doc,
+        "kind": "shieldbench.future_attack",
+        "meta": {**doc["meta"], "id": "odd-1", "strategy": 7},  # type: ignore[dict-item]
+        "settings": {"budget": {"queries": 12}},
+        "figures": {"static_asr": {"value": 0.5}, "adaptive_asr": None, "preserving_asr": [1]},
+    }
+    with open_store(store_url) as store:
+        assert store.add_attack(odd)
+        (info,) = store.attack_infos()
+    assert info.kind == "shieldbench.future_attack"
+    assert info.strategy is None  # not a name
+    assert info.budget == {"queries": 12}
+    assert info.figures == {"static_asr": {"value": 0.5}}  # as stored; the others are not one
 
 
 def test_a_history_from_before_the_kind_column_upgrades_and_reads_as_mutator_searches(

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from ._cdp import Browser, find_chromium
-from .conftest import FLIPPED, History, Server
+from ._hostile_model import ANSWER_PAYLOAD
+from .conftest import FLIPPED, GOAL_SCRIPT, UNKNOWN_KIND, History, Server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -124,6 +125,8 @@ def test_no_page_overflows_at_1280_or_390_px(
         "/trend",
         "/attacks",
         f"/attacks/{h.attack}",
+        f"/attacks/{h.llm.pair}",
+        f"/attacks/{h.llm.crescendo}/goals/0",
         "/runs/no-such-run",
     ]
     with browser_open_store(h) as dataset:
@@ -145,6 +148,42 @@ def test_no_page_overflows_at_1280_or_390_px(
     assert shot.stat().st_size > 10_000
     if os.environ.get("SHIELDBENCH_DOCS_SCREENSHOT") == "1":
         shutil.copy(shot, DOCS)
+
+
+def test_a_user_reads_an_llm_attack_its_chart_and_a_transcript(
+    browser: Browser, sqlite_viewer: Server, sqlite_history: History
+) -> None:
+    h = sqlite_history
+    browser.open(f"{sqlite_viewer.base}/attacks")
+    _clean(browser)
+    kinds = _links(browser, "#attack-list .attack-kind")
+    assert len(kinds) == 6
+    assert {"PAIR", "TAP", "Crescendo", UNKNOWN_KIND} <= set(kinds)
+    assert any(k.startswith("mutator search (") for k in kinds)
+    assert "cannot show" in browser.js("document.querySelector('.unknown-kind').textContent")
+    browser.click(f'a.attack-link[href="/attacks/{h.llm.pair}"]', navigates=True)
+    assert browser.js("location.pathname") == f"/attacks/{h.llm.pair}"
+    _clean(browser)
+    box = browser.js("document.querySelector('#llm-chart svg').getBoundingClientRect().width")
+    assert box > 300  # drawn, at the figure's width
+    assert browser.js("document.querySelectorAll('#llm-chart svg polyline').length") >= 2
+    steps = "document.querySelector('details.best-transcript table.transcript')"
+    assert not browser.js("document.querySelector('details.best-transcript').open")
+    assert not browser.js(f"{steps}.checkVisibility()")  # folded
+    browser.click("details.best-transcript > summary")
+    assert browser.js("document.querySelector('details.best-transcript').open")
+    assert browser.js(f"{steps}.checkVisibility()")
+    assert browser.js(f"{steps}.querySelectorAll('tr.step').length") > 0
+    _clean(browser)
+    browser.click('a.goal-link[href$="/goals/0"]', navigates=True)
+    _clean(browser)
+    assert browser.js("document.querySelector('#goal-text').textContent") == GOAL_SCRIPT
+    texts = browser.js(
+        "Array.from(document.querySelectorAll('table.transcript .step-text pre'))"
+        ".map(e => e.textContent).join('\\n')"
+    )
+    assert ANSWER_PAYLOAD in texts  # the model's answer, shown as text
+    assert "attack succeeded" in _links(browser, "table.transcript td.judge")
 
 
 class browser_open_store:

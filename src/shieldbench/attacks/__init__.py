@@ -19,7 +19,9 @@ fast it falls when the attacker tries on purpose. Two parts:
   candidate still pursues the goal, under query, token and wall-time budgets.
   Its :class:`LLMAttackResult` reuses the search's records (:class:`AttackMeta`,
   :class:`TransferResult`, the mutator search at equal budget as an
-  :class:`AttackResult`); :mod:`shieldbench.reports` renders both kinds.
+  :class:`AttackResult`); :mod:`shieldbench.reports` and ``shieldbench view``
+  render both kinds, reading stored records back with ``from_dict``, which names the
+  field (and the goal and step) of a malformed one.
 
 :func:`mutate_dataset` writes mutated variants of a dataset (new difficulty
 tiers), loadable with ``jsonl:``.
@@ -94,6 +96,7 @@ if TYPE_CHECKING:
     from shieldbench.attacks._llm_result import LLM_ATTACK_KIND, LLMAttackResult
     from shieldbench.attacks._report import format_asr, load_attack, save_attack
     from shieldbench.attacks._result import (
+        ATTACK_KIND,
         ATTACK_SCHEMA_VERSION,
         AttackCounts,
         AttackFigures,
@@ -129,6 +132,7 @@ else:
             "format_asr": "shieldbench.attacks._report",
             "load_attack": "shieldbench.attacks._report",
             "save_attack": "shieldbench.attacks._report",
+            "ATTACK_KIND": "shieldbench.attacks._result",
             "ATTACK_SCHEMA_VERSION": "shieldbench.attacks._result",
             "AttackCounts": "shieldbench.attacks._result",
             "AttackFigures": "shieldbench.attacks._result",
@@ -145,6 +149,7 @@ else:
     )
 
 __all__ = [
+    "ATTACK_KIND",
     "ATTACK_SCHEMA_VERSION",
     "FAMILIES",
     "LLM_ATTACK_KIND",

@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from shieldbench.attacks._records import expect
 from shieldbench.errors import ConfigError
 from shieldbench.targets import Message, Target, build_target
 
@@ -127,7 +128,13 @@ class AttackerUsage:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AttackerUsage:
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+        """Read :meth:`to_dict` back; ``TypeError`` naming a field of the wrong type."""
+        return cls(
+            **{
+                k: expect(data[k], float if k == "seconds" else int, f"usage field {k!r}")
+                for k in cls.__dataclass_fields__
+            }
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from shieldbench.attacks._attacker import AttackerUsage, Budget
-from shieldbench.attacks._records import rate_from_dict
+from shieldbench.attacks._records import expect, rate_from_dict
 from shieldbench.errors import ConfigError
 from shieldbench.targets import SCREEN_MODES
 
@@ -144,8 +144,42 @@ class Step:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Step:
-        values: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__}
+        """Read :meth:`to_dict` back; ``TypeError`` naming a field of the wrong type."""
+        values: dict[str, Any] = {
+            k: expect(data.get(k), _STEP_TYPES[k], f"step field {k!r}")
+            for k in cls.__dataclass_fields__
+        }
         return cls(**values)
+
+
+_NONE = type(None)
+_TEXT = (str, _NONE)
+_FLAG = (bool, _NONE)
+_STEP_TYPES: dict[str, Any] = {
+    "kind": str,
+    "stream": int,
+    "depth": int,
+    "text": _TEXT,
+    "on_goal": _FLAG,
+    "blocked": _FLAG,
+    "score": (float, _NONE),
+    "query_index": (int, _NONE),
+    "error": _TEXT,
+    "raw": _TEXT,
+    "answer": _TEXT,
+    "judged": _FLAG,
+}
+_OUTCOME_TYPES: dict[str, Any] = {
+    "sample_id": str,
+    "category": str,
+    "goal": str,
+    "queries": int,
+    "bypass_index": (int, _NONE),
+    "preserving_index": (int, _NONE),
+    "bypass_text": _TEXT,
+    "preserving_text": _TEXT,
+    "turn": (int, _NONE),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,10 +220,17 @@ class TargetOutcome:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TargetOutcome:
-        values = {k: data[k] for k in cls.__dataclass_fields__}
+        """Read :meth:`to_dict` back; ``TypeError`` naming the field (and the step) that
+        has the wrong type."""
+        values = {k: expect(data[k], t, f"outcome field {k!r}") for k, t in _OUTCOME_TYPES.items()}
         values["usage"] = AttackerUsage.from_dict(data["usage"])
-        values["steps"] = tuple(Step.from_dict(s) for s in data["steps"])
-        return cls(**values)
+        steps = []
+        for i, step in enumerate(expect(data["steps"], list, "outcome field 'steps'")):
+            try:
+                steps.append(Step.from_dict(expect(step, dict, "step")))
+            except (KeyError, TypeError) as error:
+                raise TypeError(f"steps[{i}]: {error}") from error
+        return cls(**values, steps=tuple(steps))
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +251,7 @@ class LLMCurvePoint:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LLMCurvePoint:
         return cls(
-            data["queries"],
+            expect(data["queries"], int, "curve field 'queries'"),
             rate_from_dict(data["asr"]),
             rate_from_dict(data["preserving_asr"]),
         )

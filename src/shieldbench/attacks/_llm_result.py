@@ -18,9 +18,9 @@ from typing import Any
 
 from shieldbench.attacks._attacker import AttackerUsage
 from shieldbench.attacks._llm_records import LLMCurvePoint, LLMSettings, TargetOutcome
-from shieldbench.attacks._records import rate_from_dict
+from shieldbench.attacks._records import expect, rate_from_dict
 from shieldbench.attacks._result import AttackMeta, AttackResult, TransferResult
-from shieldbench.errors import RunError
+from shieldbench.errors import ConfigError, RunError
 from shieldbench.metrics import Rate
 from shieldbench.types import DatasetInfo, DefenseInfo
 
@@ -109,7 +109,10 @@ class LLMAttackResult:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "<dict>") -> LLMAttackResult:
-        """Read :meth:`to_dict` output back; :class:`RunError` naming ``source`` if not one."""
+        """Read :meth:`to_dict` output back; :class:`RunError` naming ``source`` (and the
+        field, the outcome and the step) if it is not one."""
+        if not isinstance(data, Mapping):
+            raise RunError(f"{source}: not an LLM attack result (a {type(data).__name__})")
         if data.get("kind") != LLM_ATTACK_KIND:
             raise RunError(f"{source}: not an LLM attack result (kind={data.get('kind')!r})")
         if data.get("schema_version") != LLM_ATTACK_SCHEMA_VERSION:
@@ -136,13 +139,41 @@ class LLMAttackResult:
                 curve=tuple(LLMCurvePoint.from_dict(p) for p in figures["curve"]),
                 usage=AttackerUsage.from_dict(data["usage"]),
                 cost=float(data["cost"]),
-                stopped_by=data["stopped_by"],
-                outcomes=tuple(TargetOutcome.from_dict(o) for o in data["outcomes"]),
+                stopped_by=expect(data["stopped_by"], (str, type(None)), "stopped_by"),
+                outcomes=_outcomes(data["outcomes"]),
                 meta=AttackMeta.from_dict(data["meta"]),
                 transfer=tuple(TransferResult.from_dict(t) for t in data.get("transfer", ())),
-                comparison=None
-                if comparison is None
-                else AttackResult.from_dict(comparison, source=f"{source} (comparison)"),
+                comparison=_comparison(comparison, f"{source} (comparison)"),
             )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise RunError(f"{source}: malformed LLM attack result: {exc!r}") from exc
+        except (KeyError, TypeError, ValueError, AttributeError, ConfigError) as exc:
+            raise RunError(f"{source}: malformed LLM attack result: {_describe(exc)}") from exc
+
+
+def _outcomes(data: Any) -> tuple[TargetOutcome, ...]:
+    """The outcomes, each error naming the outcome (index and sample) it is in."""
+    out = []
+    for i, o in enumerate(expect(data, list, "outcomes")):
+        try:
+            out.append(TargetOutcome.from_dict(expect(o, dict, "outcome")))
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            name = o.get("sample_id") if isinstance(o, dict) else None
+            raise ValueError(f"outcomes[{i}] (sample {name!r}): {_describe(error)}") from error
+    return tuple(out)
+
+
+def _describe(error: Exception) -> str:
+    """What is wrong, in words: a missing field by its name, else the error's own."""
+    if isinstance(error, KeyError):
+        return f"missing field {error.args[0]!r}"
+    if isinstance(error, ValueError) and str(error).startswith("outcomes["):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
+
+
+def _comparison(data: Any, source: str) -> AttackResult | None:
+    """The mutator search at equal budget, its curve checked (the chart draws it)."""
+    if data is None:
+        return None
+    result = AttackResult.from_dict(data, source=source)
+    result.check_curve(source)
+    return result

@@ -26,6 +26,7 @@ __all__ = [
     "QueryStats",
     "RoundSummary",
     "Strategy",
+    "expect",
     "rate_from_dict",
 ]
 
@@ -33,12 +34,36 @@ Strategy = Literal["auto", "greedy", "beam", "random"]
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
 
 
+def expect(value: Any, types: type | tuple[type, ...], where: str) -> Any:
+    """``value`` when it is one of ``types`` (``bool`` is not an ``int`` here), else a
+    ``TypeError`` naming the field ``where``: stored records are read at the edge,
+    so a malformed one is refused by name instead of failing later, far away."""
+    kinds = types if isinstance(types, tuple) else (types,)
+    if isinstance(value, bool) and bool not in kinds:
+        ok = False
+    elif float in kinds and isinstance(value, int):
+        ok = True
+    else:
+        ok = isinstance(value, kinds)
+    if not ok:
+        names = " or ".join("null" if t is type(None) else t.__name__ for t in kinds)
+        raise TypeError(f"{where}: expected {names}, got {type(value).__name__} {value!r:.60}")
+    return value
+
+
 def rate_from_dict(data: Mapping[str, Any]) -> Rate:
-    """A :class:`~shieldbench.metrics.Rate` back from its ``to_dict()``."""
+    """A :class:`~shieldbench.metrics.Rate` back from its ``to_dict()``; ``TypeError``
+    naming the field when one has the wrong type."""
     # Imported on use: the records (and ``shieldbench attack --help``) need no numpy.
     from shieldbench.metrics import Rate
 
-    return Rate(**{k: data[k] for k in Rate.__dataclass_fields__})
+    none = type(None)
+    types: dict[str, Any] = {"k": int, "n": int, "value": (float, none), "method": str}
+    values = {
+        k: expect(data[k], types.get(k, float), f"rate field {k!r}")
+        for k in Rate.__dataclass_fields__
+    }
+    return Rate(**values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +232,15 @@ class CurvePoint:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CurvePoint:
         return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+
+    def check(self, where: str) -> None:
+        """``TypeError`` naming ``where`` and the field when a count is not a whole
+        number or a rate not a number (a hand-edited record: the Markdown report
+        escapes such a value, but a chart cannot draw it)."""
+        rate = (float, type(None))
+        for name in self.__dataclass_fields__:
+            kind = rate if name.endswith("asr") else int
+            expect(getattr(self, name), kind, f"{where}.{name}")
 
 
 @dataclass(frozen=True, slots=True)

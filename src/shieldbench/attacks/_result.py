@@ -20,13 +20,15 @@ from shieldbench.attacks._records import (
     MutatorStats,
     QueriesToBypass,
     RoundSummary,
+    expect,
     rate_from_dict,
 )
-from shieldbench.errors import RunError
+from shieldbench.errors import ConfigError, RunError
 from shieldbench.metrics import Rate
 from shieldbench.types import DatasetInfo, DefenseInfo, RunConfig
 
 __all__ = [
+    "ATTACK_KIND",
     "ATTACK_SCHEMA_VERSION",
     "AttackCounts",
     "AttackFigures",
@@ -35,6 +37,7 @@ __all__ = [
     "TransferResult",
 ]
 
+ATTACK_KIND = "shieldbench.attack"  # the ``kind`` of a mutator search's record
 ATTACK_SCHEMA_VERSION = 1
 
 
@@ -102,7 +105,8 @@ class AttackCounts:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AttackCounts:
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+        """Read :meth:`to_dict` back; ``TypeError`` naming a field that is not a count."""
+        return cls(**{k: expect(data[k], int, f"count {k!r}") for k in cls.__dataclass_fields__})
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,11 +213,21 @@ class AttackResult:
     transfer: tuple[TransferResult, ...]
     meta: AttackMeta
 
+    def check_curve(self, source: str) -> None:
+        """:class:`RunError` naming ``source`` and the point when the ASR-against-queries
+        curve holds a value that is not a number (see :meth:`CurvePoint.check`); the
+        charts call it before drawing a stored record."""
+        try:
+            for i, point in enumerate(self.figures.curve):
+                point.check(f"figures.curve[{i}]")
+        except TypeError as error:
+            raise RunError(f"{source}: malformed attack result: {error}") from None
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form (``schema_version`` and ``kind`` first)."""
         return {
             "schema_version": ATTACK_SCHEMA_VERSION,
-            "kind": "shieldbench.attack",
+            "kind": ATTACK_KIND,
             "meta": self.meta.to_dict(),
             "defense": self.defense.to_dict(),
             "dataset": self.dataset.to_dict(),
@@ -229,7 +243,7 @@ class AttackResult:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "<dict>") -> AttackResult:
         """Rebuild a result from :meth:`to_dict` output; :class:`RunError` on bad input."""
-        if data.get("kind") != "shieldbench.attack":
+        if data.get("kind") != ATTACK_KIND:
             raise RunError(f"{source}: not an attack result (kind={data.get('kind')!r})")
         if data.get("schema_version") != ATTACK_SCHEMA_VERSION:
             raise RunError(
@@ -249,5 +263,5 @@ class AttackResult:
                 transfer=tuple(TransferResult.from_dict(t) for t in data["transfer"]),
                 meta=AttackMeta.from_dict(data["meta"]),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, ConfigError) as exc:
             raise RunError(f"{source}: malformed attack result: {exc!r}") from exc

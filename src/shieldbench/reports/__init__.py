@@ -19,7 +19,9 @@ reader's ``max_fpr`` policy):
 :func:`write_reports` writes ``report.json`` / ``report.md`` / ``report.html``.
 LLM-driven attacks (PAIR, TAP, Crescendo) have their own report:
 :func:`llm_attack_markdown` and :func:`llm_asr_svg` (ASR against queries, every
-strategy on one plot), written by :func:`write_llm_reports`.
+strategy on one plot), written by :func:`write_llm_reports`; :func:`llm_failure_steps`
+(where the defense failed: the turn or refinement of each goal-preserving bypass) is
+shared with the viewer.
 Attack texts are hostile input: every renderer escapes them (see each renderer).
 
 Example:
@@ -40,7 +42,12 @@ from shieldbench.reports._build import build_report
 from shieldbench.reports._format import rate_text
 from shieldbench.reports._html import render_html
 from shieldbench.reports._json import render_json, report_schema
-from shieldbench.reports._llm_markdown import llm_attack_markdown, write_llm_reports
+from shieldbench.reports._llm_markdown import (
+    FailureSteps,
+    llm_attack_markdown,
+    llm_failure_steps,
+    write_llm_reports,
+)
 from shieldbench.reports._llm_plot import llm_asr_svg
 from shieldbench.reports._markdown import render_markdown
 from shieldbench.reports._model import (
@@ -71,6 +78,7 @@ __all__ = [
     "DatasetGroup",
     "ErrorHandling",
     "Example",
+    "FailureSteps",
     "LatencyHistogram",
     "PlanePoint",
     "Recommendation",
@@ -83,6 +91,7 @@ __all__ = [
     "build_report",
     "llm_asr_svg",
     "llm_attack_markdown",
+    "llm_failure_steps",
     "rate_text",
     "render_html",
     "render_json",

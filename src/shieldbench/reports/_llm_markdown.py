@@ -15,6 +15,7 @@ from the data goes through :func:`md_text` / :func:`md_table`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from shieldbench.attacks import LLMAttackResult, TargetOutcome
     from shieldbench.metrics import Rate
 
-__all__ = ["llm_attack_markdown", "write_llm_reports"]
+__all__ = ["FailureSteps", "llm_attack_markdown", "llm_failure_steps", "write_llm_reports"]
 
 
 def _asr(r: Rate) -> Md:
@@ -79,21 +80,40 @@ def _curve(r: LLMAttackResult) -> list[str]:
     ]
 
 
-def _turns(r: LLMAttackResult) -> list[str]:
-    """Where the defense failed: goal-preserving bypasses by turn (Crescendo) or by
-    refinement depth (PAIR, TAP), and how many attacks it held."""
+@dataclass(frozen=True, slots=True)
+class FailureSteps:
+    """Where the defense failed in one LLM attack: ``label`` names the step
+    (``Turn`` for Crescendo, ``Refinement`` for PAIR and TAP), ``counts`` the attacks
+    bypassed (goal kept) at each, in step order, and ``held`` those never bypassed
+    with the goal kept. The Markdown report and the viewer both show it."""
+
+    label: str
+    counts: tuple[tuple[int, int], ...]
+    held: int
+
+
+def llm_failure_steps(r: LLMAttackResult) -> FailureSteps:
+    """Goal-preserving bypasses by turn (Crescendo) or refinement depth (PAIR, TAP)."""
     counts: dict[int, int] = {}
     for o in r.outcomes:
         if o.turn is not None:
             counts[o.turn] = counts.get(o.turn, 0) + 1
-    step = "Turn" if r.strategy == "crescendo" else "Refinement"
-    held = sum(1 for o in r.outcomes if o.turn is None)
-    rows: list[list[str | Md]] = [[Md(str(t)), Md(str(n))] for t, n in sorted(counts.items())]
-    rows.append(["held (no goal-preserving bypass)", Md(str(held))])
+    return FailureSteps(
+        "Turn" if r.strategy == "crescendo" else "Refinement",
+        tuple(sorted(counts.items())),
+        sum(1 for o in r.outcomes if o.turn is None),
+    )
+
+
+def _turns(r: LLMAttackResult) -> list[str]:
+    """Where the defense failed (:func:`llm_failure_steps`), as a table."""
+    failed = llm_failure_steps(r)
+    rows: list[list[str | Md]] = [[Md(str(t)), Md(str(n))] for t, n in failed.counts]
+    rows.append(["held (no goal-preserving bypass)", Md(str(failed.held))])
     return [
         f"### {md_text(r.strategy)}: where the defense failed",
         "",
-        md_table([step, "Attacks bypassed there (goal kept)"], rows),
+        md_table([failed.label, "Attacks bypassed there (goal kept)"], rows),
         "",
     ]
 

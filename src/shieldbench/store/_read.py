@@ -8,12 +8,12 @@ samples and outcomes are read by :mod:`shieldbench.store._outcomes`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, func, or_, select
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session, aliased, defer
 
 from shieldbench.errors import StoreError
 from shieldbench.store._models import AttackRow, OutcomeRow, RunRow, RunTagRow
@@ -213,7 +213,13 @@ class AttackInfo:
     """A stored adaptive attack's description and headline figures (no document).
 
     ``kind`` says which record the document is: ``shieldbench.attack`` (the mutator
-    search) or ``shieldbench.llm_attack`` (PAIR, TAP, Crescendo)."""
+    search) or ``shieldbench.llm_attack`` (PAIR, TAP, Crescendo). ``strategy`` is the
+    record's ``meta.strategy`` (``beam``, ``pair``...), ``budget`` its query budget
+    (``settings.budget``: a number for the mutator search, ``{"queries": ...}`` for
+    an LLM attack) and ``figures`` its ``static_asr`` / ``adaptive_asr`` /
+    ``preserving_asr`` as stored (``Rate.to_dict()`` forms: k, n, value, interval),
+    read from the document in SQL; each is ``None`` / absent when the document does
+    not hold it (an unknown or malformed record), for the reader to say so."""
 
     id: str
     defense_spec: str
@@ -228,29 +234,50 @@ class AttackInfo:
     git_commit: str | None
     tags: Mapping[str, Any]
     kind: str = "shieldbench.attack"
+    strategy: str | None = None
+    budget: Any = None
+    figures: Mapping[str, Any] = field(default_factory=dict)
+
+
+_FIGURES = ("static_asr", "adaptive_asr", "preserving_asr")
 
 
 def attack_infos(session: Session, *, limit: int = 200) -> tuple[AttackInfo, ...]:
-    """The newest ``limit`` stored attacks, newest first."""
-    query = select(AttackRow).order_by(AttackRow.started.desc(), AttackRow.pk.desc()).limit(limit)
-    return tuple(
-        AttackInfo(
-            a.attack_id,
-            a.defense_spec,
-            a.defense_name,
-            a.dataset_spec,
-            a.dataset_hash,
-            a.started,
-            a.finished,
-            a.static_asr,
-            a.adaptive_asr,
-            a.queries,
-            a.git_commit,
-            dict(a.tags),
-            a.kind,
-        )
-        for a in session.scalars(query)
+    """The newest ``limit`` stored attacks, newest first.
+
+    The documents themselves (transcripts and all) are not read: only the columns
+    and the few small JSON paths the list shows."""
+    doc = AttackRow.document
+    paths = (("meta", "strategy"), ("settings", "budget"), *(("figures", f) for f in _FIGURES))
+    query = (
+        select(AttackRow, *(doc[path] for path in paths))
+        .options(defer(AttackRow.document))
+        .order_by(AttackRow.started.desc(), AttackRow.pk.desc())
+        .limit(limit)
     )
+    out = []
+    for a, strategy, budget, *figures in session.execute(query):
+        out.append(
+            AttackInfo(
+                a.attack_id,
+                a.defense_spec,
+                a.defense_name,
+                a.dataset_spec,
+                a.dataset_hash,
+                a.started,
+                a.finished,
+                a.static_asr,
+                a.adaptive_asr,
+                a.queries,
+                a.git_commit,
+                dict(a.tags),
+                a.kind,
+                strategy if isinstance(strategy, str) else None,
+                budget,
+                {k: v for k, v in zip(_FIGURES, figures, strict=True) if isinstance(v, dict)},
+            )
+        )
+    return tuple(out)
 
 
 # -- dataset versions -----------------------------------------------------------------

@@ -5,8 +5,11 @@ figures with intervals and n, per category, the security / utility plane, curves
 latency) and its sample table (search, outcome kind, category, tier, source, score
 range), open any sample, compare runs of the same data (paired tests and the samples
 whose verdict flipped, both directions), follow a defense identity over time, and
-read adaptive attacks. Every URL is stable: ``/runs/ID``, ``/runs/ID/samples/N``,
-``/compare?run=A&run=B``, ``/trend?dataset=HASH``, ``/attacks/ID``.
+read adaptive attacks of every kind: the mutator search (rounds, mutators, bypasses)
+and PAIR, TAP and Crescendo (what ``shieldbench report`` renders for them, with every
+goal's transcript). Every URL is stable: ``/runs/ID``, ``/runs/ID/samples/N``,
+``/compare?run=A&run=B``, ``/trend?dataset=HASH``, ``/attacks/ID``,
+``/attacks/ID/goals/N``.
 
 Safety: the store is opened read-only; every text from data is escaped by the
 templates (autoescape) and the charts (:mod:`markupsafe`); every response carries a

@@ -12,7 +12,7 @@ from starlette.staticfiles import StaticFiles
 from shieldbench.errors import StoreError
 from shieldbench.store import Store
 from shieldbench.view import _attacks, _compare, _runs, _samples, _trend
-from shieldbench.view._pages import BadRequest, page
+from shieldbench.view._pages import BadRequest, Unreadable, page
 from shieldbench.view._security import Guard
 
 __all__ = ["create_app"]
@@ -44,6 +44,10 @@ def create_app(store: Store, *, token: str | None = None) -> FastAPI:
     @app.exception_handler(BadRequest)
     async def _bad(request: Request, error: BadRequest) -> Response:
         return _problem(request, 400, "Bad request", str(error))
+
+    @app.exception_handler(Unreadable)
+    async def _unreadable(request: Request, error: Unreadable) -> Response:
+        return _problem(request, 422, "Unreadable record", str(error))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, error: RequestValidationError) -> Response:

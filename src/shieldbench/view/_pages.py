@@ -21,11 +21,16 @@ from shieldbench._lru import LruCache
 from shieldbench.errors import ShieldbenchError
 from shieldbench.store import Store
 
-__all__ = ["BadRequest", "LruCache", "env", "link", "page", "store_of"]
+__all__ = ["BadRequest", "LruCache", "Unreadable", "env", "link", "page", "store_of"]
 
 
 class BadRequest(ShieldbenchError):
     """A query parameter the viewer cannot use (answered as a 400 page naming it)."""
+
+
+class Unreadable(ShieldbenchError):
+    """A stored record the viewer cannot show: malformed, or of a kind it does not know
+    (answered as a 422 page naming the record and what is wrong, never a traceback)."""
 
 
 T = TypeVar("T")
