@@ -36,8 +36,14 @@ the server's floor; ``--client aiohttp`` measures with the other benchmarks' cli
 ``--profile DIR``: every worker runs under :mod:`cProfile` and writes
 ``DIR/worker-<workers>w-<pid>.prof`` when it stops (``python -m pstats FILE``).
 
-Run: ``python benchmarks/service_scale.py [--quick] [--db URL] [--client raw|aiohttp]
-[--profile DIR]``; the
+Besides the pooled figures (the median rate of the rounds, the p50 of every round's
+latencies), the output gives both ratios round by round, with their median and range:
+the two servers of a round run back to back, so a drift of the machine's speed
+(measured: 10-15% between runs minutes apart on the idle development machine) moves
+both sides of a round's ratio alike.
+
+Run: ``python benchmarks/service_scale.py [--quick] [--rounds N] [--db URL]
+[--client raw|aiohttp] [--profile DIR]`` (5 rounds by default); the
 output is saved to ``benchmarks/results/service_scale.txt``. Timings taken on a shared,
 loaded machine say little: rerun on an idle one before quoting them.
 """
@@ -229,6 +235,7 @@ def _measure(url: str, n: int) -> dict[str, list[float] | float]:
     after = _per_worker(url)
     counts = sorted((after[k] - before.get(k, 0) for k in after), reverse=True)
     out: dict[str, list[float] | float] = {"floor": floor, "check": check, "rate": n / wall}
+    out["p50_ratio"] = quantile(check, 0.5) / quantile(floor, 0.5)  # type: ignore[arg-type]
     out["busiest_share"] = counts[0] / max(1, sum(counts))
     out.update({f"cpu_check_{k}": v for k, v in check_cpu.items()})
     out.update({f"cpu_floor_{k}": v for k, v in floor_cpu.items()})
@@ -280,6 +287,24 @@ def _cpu_summary(results: dict[int, dict[str, list[float]]]) -> list[str]:
     ]
 
 
+def _paired_lines(results: dict[int, dict[str, list[float]]]) -> list[str]:
+    """Both ratios round by round (the two servers of a round measured back to back,
+    the check and its floor on the same server): the median and the range over rounds.
+    A slow drift of the machine's speed moves the pooled figures above; it moves both
+    sides of a round's ratio alike."""
+    scale = [b / a for a, b in zip(results[1]["rate"], results[2]["rate"], strict=True)]
+    p50 = results[2]["p50_ratio"]
+
+    def spread(values: list[float]) -> str:
+        ordered = sorted(values)
+        return f"{ordered[len(ordered) // 2]:.2f}x (rounds {', '.join(f'{v:.2f}' for v in values)})"
+
+    return [
+        f"  round by round: scale-out {spread(scale)}; p50 check/floor with 2 workers"
+        f" {spread(p50)}",
+    ]
+
+
 def main(*, n: int, rounds: int, db: str | None) -> None:
     lines = [
         f"service_scale.py: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()},"
@@ -313,6 +338,7 @@ def main(*, n: int, rounds: int, db: str | None) -> None:
     ratio2 = quantile(results[2]["check"], 0.5) / quantile(results[2]["floor"], 0.5)
     lines.append(f"  scale-out: 2 workers / 1 worker = {two / one:.2f}x checks/s (goal >= 1.7x)")
     lines.append(f"  p50 at c={CONCURRENCY}, 2 workers: {ratio2:.2f}x the floor (goal <= 1.3x)")
+    lines += _paired_lines(results)
     lines += _cpu_summary(results)
     text = "\n".join(lines)
     print(text)
@@ -330,10 +356,13 @@ if __name__ == "__main__":
     parser.add_argument("--db", help="a PostgreSQL URL (else a private server is started)")
     parser.add_argument("--profile", metavar="DIR", help="cProfile every worker into DIR")
     parser.add_argument("--client", choices=("raw", "aiohttp"), default="raw")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of both servers (5)")
     args = parser.parse_args()
     if args.client == "aiohttp":
         load = aiohttp_load
     if args.profile:
         Path(args.profile).mkdir(parents=True, exist_ok=True)
         os.environ["SB_SCALE_PROFILE"] = str(Path(args.profile).resolve())
-    main(n=1000 if args.quick else 5000, rounds=1 if args.quick else 3, db=args.db)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
+    main(n=1000 if args.quick else 5000, rounds=1 if args.quick else args.rounds, db=args.db)
