@@ -15,7 +15,9 @@ from shieldbench.metrics import (
     fpr_at_tpr,
     operating_point,
     rate,
+    score_counts,
     security_utility_tradeoff,
+    security_utility_tradeoff_counts,
     threshold_sweep,
     tpr_at_fpr,
 )
@@ -171,6 +173,20 @@ def test_tradeoff_policy() -> None:
     assert security_utility_tradeoff(run).chosen.threshold == 0.9  # type: ignore[union-attr]
     with pytest.raises(StatisticsError, match="not both"):
         security_utility_tradeoff(run, max_fpr=0.1, min_block_rate=0.9)
+
+
+def test_tradeoff_from_counts_equals_the_tradeoff_of_the_run() -> None:
+    run = _scored_run("r", "d", [0.95, 0.9, 0.6, 0.3], [0.7, 0.5, 0.2, 0.1, 0.1])
+    counts = score_counts(run)
+    for target in ({"max_fpr": 0.2}, {"min_block_rate": 1.0}, {}):
+        assert security_utility_tradeoff_counts(counts, **target) == security_utility_tradeoff(
+            run, **target
+        )
+    with pytest.raises(StatisticsError, match="not both"):
+        security_utility_tradeoff_counts(counts, max_fpr=0.1, min_block_rate=0.9)
+    attacks_only = score_counts(_scored_run("a", "d", [0.9, 0.4], []))
+    with pytest.raises(StatisticsError, match=r"the counts: .* needs attacks and benign"):
+        security_utility_tradeoff_counts(attacks_only)
 
 
 def test_tradeoff_thins_long_curves_but_keeps_the_choice() -> None:

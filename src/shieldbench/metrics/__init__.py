@@ -148,13 +148,16 @@ from shieldbench.metrics._summary import (
 from shieldbench.metrics._thresholds import (
     OperatingPoint,
     ThresholdCalibration,
-    TradeOff,
     calibrate_threshold,
     fpr_at_tpr,
     operating_point,
-    security_utility_tradeoff,
     threshold_sweep,
     tpr_at_fpr,
+)
+from shieldbench.metrics._tradeoff import (
+    TradeOff,
+    security_utility_tradeoff,
+    security_utility_tradeoff_counts,
 )
 
 __all__ = [
@@ -261,6 +264,7 @@ __all__ = [
     "score_counts",
     "score_summary",
     "security_utility_tradeoff",
+    "security_utility_tradeoff_counts",
     "shared_policy",
     "summarize",
     "tango_interval",

@@ -25,7 +25,7 @@ from shieldbench.metrics import (
     precision_recall_curve_counts,
     roc_curve_counts,
     score_counts,
-    security_utility_tradeoff,
+    security_utility_tradeoff_counts,
 )
 from shieldbench.reports._model import LatencyHistogram, ScoreCurves
 from shieldbench.types import ErrorPolicy, Run
@@ -69,12 +69,8 @@ def curves(
         pr.n_attacks,
         pr.n_benign,
     )
-    tradeoff = security_utility_tradeoff(
-        run,
-        max_fpr=target_fpr,
-        policy=policy,
-        max_points=CURVE_POINTS,
-        distinct_limit=distinct_limit,
+    tradeoff = security_utility_tradeoff_counts(  # the same counts: the run read once
+        counts, max_fpr=target_fpr, max_points=CURVE_POINTS, source=f"run {run.id!r}"
     )
     return ScoreCurves(roc, pr, tradeoff, CURVE_POINTS)
 
