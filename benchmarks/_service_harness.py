@@ -58,7 +58,7 @@ def _with_floor(app: ASGI) -> ASGI:
 def _serve(args: Sequence[str]) -> None:
     import uvicorn
 
-    from shieldbench.service import ServeConfig, build_defenses, create_app
+    from shieldbench.service import ServeConfig, build_defenses, create_app, http_protocol
 
     options = dict(zip(args[::2], args[1::2], strict=True))
     cfg = ServeConfig(
@@ -68,7 +68,14 @@ def _serve(args: Sequence[str]) -> None:
         db=options["--db"],
     )
     app = create_app(cfg, build_defenses(cfg))
-    config = uvicorn.Config(_with_floor(app), host="127.0.0.1", port=0, log_level="warning")
+    config = uvicorn.Config(  # the HTTP layer and event loop of `serve`
+        _with_floor(app),
+        host="127.0.0.1",
+        port=0,
+        log_level="warning",
+        http=http_protocol(),
+        loop="uvloop",
+    )
     server = uvicorn.Server(config)
 
     async def main() -> None:

@@ -86,7 +86,7 @@ def _serve(workers: int, db: str) -> None:
     import uvicorn
 
     from shieldbench.cli._workers import run_workers
-    from shieldbench.service import ServeConfig, build_defenses, create_app
+    from shieldbench.service import ServeConfig, build_defenses, create_app, http_protocol
 
     cfg = ServeConfig(defense="pattern", db=db)
     defenses = build_defenses(cfg)
@@ -95,7 +95,10 @@ def _serve(workers: int, db: str) -> None:
 
     def serve(sock: socket.socket, slot: int) -> int:
         app = _with_floor(create_app(cfg, defenses))
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+        config = uvicorn.Config(
+            app, log_level="warning", access_log=False, http=http_protocol(), loop="uvloop"
+        )
+        server = uvicorn.Server(config)
         if not profile_dir:
             server.run(sockets=[sock])
             return 0

@@ -146,7 +146,7 @@ def _uvicorn_server(
     """A uvicorn server of a fresh app (each forked worker makes its own)."""
     import uvicorn
 
-    from shieldbench.service import create_app, protocol_with_header_timeout
+    from shieldbench.service import create_app, http_protocol
 
     return uvicorn.Server(
         uvicorn.Config(
@@ -157,8 +157,12 @@ def _uvicorn_server(
             access_log=False,
             timeout_graceful_shutdown=30,
             timeout_keep_alive=75,  # longer than the usual 60 s of load balancers in front
-            # h11 with a bound on the time to send a request's headers (slowloris)
-            http=protocol_with_header_timeout(cfg.header_timeout_s),
+            # httptools with bounds on the time to send a request's headers (slowloris)
+            # and on their size; uvloop where it exists (not on Windows)
+            http=http_protocol(
+                header_timeout_s=cfg.header_timeout_s, max_header_bytes=cfg.max_header_bytes
+            ),
+            loop="asyncio" if sys.platform == "win32" else "uvloop",
         )
     )
 

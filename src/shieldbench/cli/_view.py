@@ -41,6 +41,7 @@ def view(
     """Browse runs, samples, comparisons, trends and attacks in a local web app (read-only)."""
     import uvicorn
 
+    from shieldbench.service import http_protocol
     from shieldbench.store import open_store
     from shieldbench.view import TOKEN_ENV, check_bind, create_app
 
@@ -59,6 +60,7 @@ def view(
             port=port,
             log_level="warning",
             access_log=False,
+            http=http_protocol(),  # the guard service's bounds on a request's headers
         )
     )
     if port:

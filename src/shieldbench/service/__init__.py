@@ -24,7 +24,7 @@ from __future__ import annotations
 from shieldbench.service._app import create_app
 from shieldbench.service._audit import AuditStore, Recovery
 from shieldbench.service._config import AlertThresholds, ServeConfig, load_api_keys, load_config
-from shieldbench.service._conn import protocol_with_header_timeout
+from shieldbench.service._conn import http_protocol
 from shieldbench.service._export import export_labelled
 from shieldbench.service._gate import MAX_JSON_DEPTH
 from shieldbench.service._preprocess import SERVICE_STRIPPERS, preprocess
@@ -44,9 +44,9 @@ __all__ = [
     "build_defenses",
     "create_app",
     "export_labelled",
+    "http_protocol",
     "load_api_keys",
     "load_config",
     "preprocess",
-    "protocol_with_header_timeout",
     "verify_chain",
 ]

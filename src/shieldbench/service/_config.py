@@ -30,6 +30,7 @@
     max_body_bytes: 1000000
     max_text_chars: 100000
     header_timeout_s: 10.0          # a request's headers must arrive within this (slowloris)
+    max_header_bytes: 16384         # the request target and headers may be at most this (431)
     alerts: {min_recall: 0.8, max_fpr: 0.05, max_p95_ms: 250, max_error_rate: 0.01,
              window_s: 3600, every_s: 60, cooldown_s: 3600, webhook: https://hooks...}
 
@@ -197,13 +198,19 @@ class ServeConfig:
     max_body_bytes: int = 1_000_000
     max_text_chars: int = 100_000
     header_timeout_s: float = 10.0
+    max_header_bytes: int = 16 * 1024
     alerts: AlertThresholds = field(default_factory=AlertThresholds)
 
     def __post_init__(self) -> None:
         _check_types(self)
         positive = ("timeout_s", "warn_timeout_s", "dedup_window_s", "upstream_timeout_s")
         _require(self, lambda v: v > 0, "> 0", *positive, "retention_days", "header_timeout_s")
-        at_least_one = ("max_body_bytes", "max_text_chars", "stream_check_every_chars")
+        at_least_one = (
+            "max_body_bytes",
+            "max_text_chars",
+            "max_header_bytes",
+            "stream_check_every_chars",
+        )
         _require(self, lambda v: v >= 1, ">= 1", *at_least_one, "max_pending_warn")
         _require(self, lambda v: v >= 1, ">= 1 (characters)", "stream_holdback_chars")
         _require(self, lambda v: v >= 0, ">= 0 (seconds)", "journal_fsync_s")
