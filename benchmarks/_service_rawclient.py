@@ -18,9 +18,10 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 __all__ = ["load"]
@@ -58,8 +59,8 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # uvloop's TCP transport is an asyncio transport in all but its class
+        self.transport = cast(asyncio.Transport, transport)
         self._send_next()
 
     def _send_next(self) -> None:
@@ -125,6 +126,12 @@ async def _load(url: str, bodies: Sequence[Any], concurrency: int) -> tuple[Any,
 def load(
     url: str, bodies: Sequence[Any], *, concurrency: int
 ) -> tuple[list[float], float, list[Any]]:
-    """POST every body to ``url`` over ``concurrency`` keep-alive connections."""
-    latencies, wall, answers = asyncio.run(_load(url, bodies, concurrency))
+    """POST every body to ``url`` over ``concurrency`` keep-alive connections (on uvloop,
+    the server's loop, where it exists: ~20% less CPU per request than asyncio's)."""
+    if sys.platform == "win32":
+        latencies, wall, answers = asyncio.run(_load(url, bodies, concurrency))
+    else:
+        import uvloop
+
+        latencies, wall, answers = uvloop.run(_load(url, bodies, concurrency))
     return latencies, wall, answers
