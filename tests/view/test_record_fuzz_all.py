@@ -96,7 +96,10 @@ def _answered(response: httpx.Response, record: str, fields: tuple[str, ...]) ->
     assert response.status_code == 200 or 400 <= response.status_code < 500
     _no_raw_markup(response)
     if response.status_code in (400, 422):
-        said = html.unescape(response.text)
+        if response.url.path.startswith("/api/"):  # a JSON route answers JSON
+            said = response.json()["message"]
+        else:
+            said = html.unescape(response.text)
         assert record in said, (response.url, said[-1500:])
         assert any(f in said for f in fields), (fields, response.url, said[-1500:])
 
@@ -330,3 +333,70 @@ def test_a_hand_edited_outcome_row_gets_an_answer_naming_it_never_a_500(
                 _pages_of(client, run_id, records["run"].dataset.content_hash, (column,))
     finally:
         _drop(store, run_id)
+
+
+# -- rows the store itself cannot read --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("extra", "not json"), ("started", "yesterday"), ("config", "{"), ("environment", "[1]")],
+)
+def test_a_row_the_store_cannot_read_is_named_and_read_around(
+    served: tuple[Store, Server, dict[str, Any]], column: str, value: str
+) -> None:
+    """JSON that is not JSON or a time that is not one fails the store's query for the
+    whole list: the lists are read around that row, name it, and show the rest."""
+    store, server, records = served
+    run_id = _fresh_run(store, records["run"])
+    sql = f"UPDATE runs SET {column} = :v WHERE run_id = :id"
+    try:
+        assert _edit(store, sql, {"v": value, "id": run_id})
+        with server.client() as client:
+            page = client.get(f"/runs/{run_id}")
+            assert page.status_code == 422
+            assert f"run &#39;{run_id}&#39;: stored field {column}" in page.text
+            unreadable = column != "environment"  # JSON, but not the object it should be
+            api = client.get(f"/api/runs/{run_id}/samples")  # reads no environment
+            assert api.status_code == (422 if unreadable else 200)
+            if unreadable:
+                message = api.json()["message"]
+                assert message.startswith(f"run '{run_id}': stored field {column}")
+            listing = client.get("/runs")
+            assert listing.status_code == 200
+            assert 'href="/runs/good-a"' in listing.text
+            assert 'href="/runs/good-b"' in listing.text
+            named = f"run &#39;{run_id}&#39;: stored field {column}" in listing.text
+            assert named == unreadable
+            skipped = {s["id"] for s in client.get("/api/runs").json()["skipped"]}
+            assert (run_id in skipped) == unreadable
+            versions = client.get("/trend")
+            assert versions.status_code == 200
+            assert records["run"].dataset.content_hash in versions.text
+    finally:
+        _drop(store, run_id)
+
+
+def test_a_nan_in_an_attack_record_does_not_hide_the_attack_list(
+    served: tuple[Store, Server, dict[str, Any]],
+) -> None:
+    """JSON has no NaN: a database's JSON functions refuse the document, and with it the
+    query that lists every attack. The list reads each record on its own instead."""
+    store, server, records = served
+    doc = copy.deepcopy(records["mutator"])
+    doc["meta"]["id"] = "nan-attack"
+    doc["figures"]["adaptive_asr"]["ci_high"] = math.nan
+    store.add_attack(doc)
+    try:
+        with server.client() as client:
+            listing = client.get("/attacks")
+            assert listing.status_code == 200
+            assert 'href="/attacks/good-attack"' in listing.text
+            assert 'href="/attacks/nan-attack"' in listing.text
+            page = client.get("/attacks/nan-attack")
+            assert page.status_code == 422
+            said = html.unescape(page.text)
+            assert "attack 'nan-attack': malformed record: field figures.adaptive_asr" in said
+    finally:
+        with store.connection(write=True) as conn:
+            conn.execute(text("DELETE FROM attacks WHERE attack_id = 'nan-attack'"))

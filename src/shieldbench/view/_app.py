@@ -6,7 +6,7 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.staticfiles import StaticFiles
 
 from shieldbench.errors import StoreError
@@ -60,5 +60,9 @@ def create_app(store: Store, *, token: str | None = None) -> FastAPI:
     return app
 
 
-def _problem(request: Request, status: int, title: str, message: str) -> HTMLResponse:
+def _problem(request: Request, status: int, title: str, message: str) -> Response:
+    """The error as a page, or for a JSON route (``/api/...``) as
+    ``{"status", "error", "message"}``: what is wrong, naming the record or parameter."""
+    if request.url.path.startswith("/api/"):
+        return JSONResponse({"status": status, "error": title, "message": message}, status)
     return page(request, "problem.html", status_code=status, title=title, message=message)

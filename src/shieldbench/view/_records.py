@@ -117,21 +117,27 @@ def info_problem(info: RunInfo) -> str | None:
 
 
 def _outcome(o: Outcome, where: str) -> None:
+    """One rebuilt outcome (plain ``isinstance`` checks: a run has 100,000 of them)."""
     if o.status not in _STATUSES:
         raise Malformed(f"{where}.status", f"is {o.status!r}, not one of {', '.join(_STATUSES)}")
     if o.latency_ms is not None:
         check_number(o.latency_ms, f"{where}.latency_ms", low=0.0)
-    check(o.attempts, int, f"{where}.attempts")
+    if type(o.attempts) is not int or o.attempts < 0:
+        check(o.attempts, int, f"{where}.attempts")
     _optional_text(o.error, f"{where}.error")
-    if o.end_to_end is not None:
-        check(o.end_to_end, Mapping[str, Any], f"{where}.end_to_end")
+    stored: Any = o.end_to_end  # as stored: the types say what it should be
+    if stored is not None and not isinstance(stored, Mapping):
+        check(stored, Mapping[str, Any], f"{where}.end_to_end")
     v = o.verdict
     if v is not None:
         if v.score is not None:
             check_number(v.score, f"{where}.score")
         _optional_text(v.label, f"{where}.verdict_label")
-        check(v.reasons, tuple[str, ...], f"{where}.reasons")
-        check(v.details, Mapping[str, Any], f"{where}.details")
+        if not all(type(r) is str for r in v.reasons):
+            check(v.reasons, tuple[str, ...], f"{where}.reasons")
+        details: Any = v.details
+        if not isinstance(details, Mapping):  # JSON: its keys are texts
+            check(details, Mapping[str, Any], f"{where}.details")
 
 
 def run_problem(run: Run) -> str | None:

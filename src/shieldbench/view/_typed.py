@@ -24,7 +24,7 @@ Example:
     ...     check({"spec": 5, "name": "x"}, DefenseInfo, "defense")
     ... except Malformed as error:
     ...     print(error)
-    field defense.spec is 5 (an int), not a text
+    field defense.spec is 5 (int), not a text
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def _shown(value: Any) -> str:
     text = repr(value)
     if len(text) > 60:
         text = text[:57] + "..."
-    return f"{text} (a {type(value).__name__})"
+    return f"{text} ({type(value).__name__})"
 
 
 @functools.cache
