@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.staticfiles import StaticFiles
 
-from shieldbench.errors import StoreError
+from shieldbench.errors import StatisticsError, StoreError
 from shieldbench.store import Store
 from shieldbench.view import _attacks, _compare, _runs, _samples, _trend
 from shieldbench.view._pages import BadRequest, Unreadable, page
@@ -48,6 +48,11 @@ def create_app(store: Store, *, token: str | None = None) -> FastAPI:
     @app.exception_handler(Unreadable)
     async def _unreadable(request: Request, error: Unreadable) -> Response:
         return _problem(request, 422, "Unreadable record", str(error))
+
+    @app.exception_handler(StatisticsError)
+    async def _incomparable(request: Request, error: StatisticsError) -> Response:
+        # e.g. two runs whose records claim the same data but hold other sample ids
+        return _problem(request, 422, "Cannot compare these records", str(error))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, error: RequestValidationError) -> Response:

@@ -37,7 +37,7 @@ from sqlalchemy import text
 from shieldbench.attacks import AttackResult
 from shieldbench.errors import StoreError
 from shieldbench.store import RunInfo, Store, StoredOutcome
-from shieldbench.types import Outcome, Run, RunConfig
+from shieldbench.types import Outcome, Run, RunConfig, Sample
 from shieldbench.view._pages import Unreadable
 from shieldbench.view._typed import Malformed, check, check_number
 
@@ -140,6 +140,14 @@ def _outcome(o: Outcome, where: str) -> None:
             check(details, Mapping[str, Any], f"{where}.details")
 
 
+def _sample(sample: Sample, where: str) -> None:
+    """One rebuilt sample (plain ``isinstance`` checks, as :func:`_outcome`)."""
+    for name, hint in _SAMPLE_FIELDS:
+        value: Any = getattr(sample, name)
+        if not (hint is str and type(value) is str):  # the common case, quickly
+            check(value, hint, f"{where}.{name}")
+
+
 def run_problem(run: Run) -> str | None:
     """What is wrong with a rebuilt run (its environment, every outcome), naming the
     run and the field; ``None`` when a report can read it."""
@@ -148,6 +156,8 @@ def run_problem(run: Run) -> str | None:
         check(run.config, RunConfig, "config")
         for i, o in enumerate(run.outcomes):
             _outcome(o, f"outcomes[{i}]")
+        for i, sample in enumerate(run.samples):
+            _sample(sample, f"samples[{i}]")
     except Malformed as error:
         return f"run {run.id!r}: stored {error}"
     return None
@@ -191,8 +201,10 @@ def outcome_problem(run_id: str, o: StoredOutcome) -> str | None:
             if value is not None:
                 check_number(value, f"{where}.{name}", low=0.0 if name == "latency_ms" else None)
         check(o.attempts, int, f"{where}.attempts")
-        for name in ("verdict_label", "error", "subcategory", "severity", "tier", "source"):
+        for name in ("verdict_label", "error"):
             _optional_text(getattr(o, name), f"{where}.{name}")
+        for name in ("subcategory", "severity", "tier", "source"):
+            _optional_text(getattr(o, name), f"samples[{o.position}].{name}")
         check(o.reasons, tuple[str, ...], f"{where}.reasons")
         check(o.details, Mapping[str, Any], f"{where}.details")
         if o.end_to_end is not None:
@@ -213,7 +225,7 @@ def check_mutator(document: Mapping[str, Any], attack_id: str) -> None:
 
 # -- a record the store cannot rebuild -----------------------------------------------
 
-_RUN_COLUMNS = "pk, run_id, config, environment, extra, started, finished, recorded"
+_RUN_COLUMNS = "pk, run_id, sample_set, config, environment, extra, started, finished, recorded"
 _RUN_SQL = text(
     f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = :id ORDER BY started DESC, pk DESC LIMIT 1"
 )
@@ -222,6 +234,20 @@ _OUTCOME_SQL = text(
     "SELECT position, status, blocked, score, latency_ms, attempts, verdict_label,"
     " reasons, details, error, end_to_end FROM outcomes WHERE run_pk = :pk ORDER BY position"
 )
+_SAMPLE_SQL = text(
+    "SELECT position, record FROM sample_rows WHERE digest = :digest ORDER BY position"
+)
+# A stored sample is the JSON list of these fields, in this order (``messages`` may
+# be absent; ``metadata`` null for none): checked against ``Sample``'s own types.
+_SAMPLE_HINTS = typing.get_type_hints(Sample)
+_SAMPLE_FIELDS = tuple(
+    (name, _SAMPLE_HINTS[name] | None if name == "metadata" else _SAMPLE_HINTS[name])
+    for name in (
+        "id", "text", "label", "category", "subcategory", "severity", "tier", "source",
+        "metadata", "messages",
+    )
+)  # fmt: skip
+_SAMPLE_REQUIRED = 9  # every field but ``messages``
 _JSON_COLUMNS = frozenset({"config", "environment", "extra", "reasons", "details", "end_to_end"})
 
 
@@ -269,6 +295,16 @@ def _raw_outcome(row: Mapping[Any, Any]) -> None:
             check(values[name], Mapping[str, Any], f"{where}.{name}")
 
 
+def _raw_sample(position: int, record: Any) -> None:
+    """One stored sample: its JSON field list (see ``shieldbench.store``'s sample sets)."""
+    where = f"samples[{position}]"
+    fields = _json(record, where)
+    if not isinstance(fields, list) or len(fields) < _SAMPLE_REQUIRED:
+        raise Malformed(where, f"is {str(fields)[:60]!r}, not a list of a sample's fields")
+    for (name, hint), value in zip(_SAMPLE_FIELDS, fields, strict=False):
+        check(value, hint, f"{where}.{name}")
+
+
 def diagnose(store: Store, run_id: str) -> str | None:
     """Read the run's stored columns as they are and name the first field that is not
     what the store rebuilds a run from; ``None`` when none is found."""
@@ -280,6 +316,8 @@ def diagnose(store: Store, run_id: str) -> str | None:
             _raw_run(run)
             for row in conn.execute(_OUTCOME_SQL, {"pk": run["pk"]}).mappings():
                 _raw_outcome(row)
+            for position, record in conn.execute(_SAMPLE_SQL, {"digest": run["sample_set"]}):
+                _raw_sample(position, record)
     except Malformed as error:
         return f"run {run_id!r}: stored {error}"
     return None

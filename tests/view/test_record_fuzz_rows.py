@@ -1,0 +1,152 @@
+"""Damaged records of two more kinds, and rows the store itself cannot read.
+
+- A run's SAMPLES (stored once per distinct list, one JSON field list per sample):
+  one field of one sample replaced, the record cut short or not JSON.
+- A run row whose JSON is not JSON or whose start is not a time fails the store's
+  query for the whole list: the lists read around it and name it.
+- A NaN in an attack's document (JSON has none) makes the database's JSON functions
+  refuse it, and with it the query that lists every attack.
+
+The contract is ``test_record_fuzz_all.py``'s: a page or a 4xx naming the record and
+the field, never a 500; the lists show every good record.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import html
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from sqlalchemy import text
+
+from shieldbench.store import Store
+
+from ._record_edits import FUZZ, HOSTILE, IDS, drop, edit, fresh_run, pages_of, served
+from .conftest import Server
+
+__all__ = ["served"]  # the fixture, imported for pytest to find
+
+pytestmark = pytest.mark.slow
+
+
+SAMPLE_VALUES = st.sampled_from(
+    [None, 5, -1, 2.5, "", "maybe", HOSTILE, [1], {"a": 1}, True, "attack", "benign"]
+)
+
+
+@FUZZ
+@given(data=st.data())
+def test_a_hand_edited_sample_record_gets_an_answer_naming_it_never_a_500(
+    data: st.DataObject, served: tuple[Store, Server, dict[str, Any]]
+) -> None:
+    """A run's samples are stored once per distinct list (``sample_rows``, one JSON
+    field list per sample): one field of one sample replaced, or the record made a
+    short list or not JSON. The run gets its own samples (their texts marked), so the
+    edit touches no other run."""
+    store, server, records = served
+    run = records["run"]
+    n = next(IDS)
+    own = [dataclasses.replace(x, text=f"{x.text} #{n}") for x in run.samples]
+    run_id = f"run-{n}"
+    store.add_run(dataclasses.replace(run, id=run_id, samples=own), git=(None, None))
+    position = data.draw(st.integers(0, len(own) - 1), label="position")
+    with store.connection() as conn:
+        stored = conn.execute(
+            text(
+                "SELECT record FROM sample_rows WHERE position = :p AND digest ="
+                " (SELECT sample_set FROM runs WHERE run_id = :id)"
+            ),
+            {"p": position, "id": run_id},
+        ).scalar_one()
+    fields = json.loads(stored)
+    index = data.draw(st.integers(0, len(fields) - 1), label="index")
+    how = data.draw(st.sampled_from(["replace", "truncate", "not json"]), label="how")
+    if how == "replace":
+        fields[index] = data.draw(SAMPLE_VALUES, label="value")
+        record = json.dumps(fields)
+    else:
+        record = json.dumps(fields[:index]) if how == "truncate" else "[not json"
+    sql = (
+        "UPDATE sample_rows SET record = :v WHERE position = :p"
+        " AND digest = (SELECT sample_set FROM runs WHERE run_id = :id)"
+    )
+    try:
+        if edit(store, sql, {"v": record, "p": position, "id": run_id}):
+            with server.client() as client:
+                fields = ("samples[", "sample ids", "sample '")  # or as the comparison says
+                pages_of(client, run_id, run.dataset.content_hash, fields)
+    finally:
+        drop(store, run_id)
+
+
+# -- rows the store itself cannot read --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("extra", "not json"), ("started", "yesterday"), ("config", "{"), ("environment", "[1]")],
+)
+def test_a_row_the_store_cannot_read_is_named_and_read_around(
+    served: tuple[Store, Server, dict[str, Any]], column: str, value: str
+) -> None:
+    """JSON that is not JSON or a time that is not one fails the store's query for the
+    whole list: the lists are read around that row, name it, and show the rest."""
+    store, server, records = served
+    run_id = fresh_run(store, records["run"])
+    sql = f"UPDATE runs SET {column} = :v WHERE run_id = :id"
+    try:
+        assert edit(store, sql, {"v": value, "id": run_id})
+        with server.client() as client:
+            page = client.get(f"/runs/{run_id}")
+            assert page.status_code == 422
+            assert f"run &#39;{run_id}&#39;: stored field {column}" in page.text
+            unreadable = column != "environment"  # JSON, but not the object it should be
+            api = client.get(f"/api/runs/{run_id}/samples")  # reads no environment
+            assert api.status_code == (422 if unreadable else 200)
+            if unreadable:
+                message = api.json()["message"]
+                assert message.startswith(f"run '{run_id}': stored field {column}")
+            listing = client.get("/runs")
+            assert listing.status_code == 200
+            assert 'href="/runs/good-a"' in listing.text
+            assert 'href="/runs/good-b"' in listing.text
+            named = f"run &#39;{run_id}&#39;: stored field {column}" in listing.text
+            assert named == unreadable
+            skipped = {s["id"] for s in client.get("/api/runs").json()["skipped"]}
+            assert (run_id in skipped) == unreadable
+            versions = client.get("/trend")
+            assert versions.status_code == 200
+            assert records["run"].dataset.content_hash in versions.text
+    finally:
+        drop(store, run_id)
+
+
+def test_a_nan_in_an_attack_record_does_not_hide_the_attack_list(
+    served: tuple[Store, Server, dict[str, Any]],
+) -> None:
+    """JSON has no NaN: a database's JSON functions refuse the document, and with it the
+    query that lists every attack. The list reads each record on its own instead."""
+    store, server, records = served
+    doc = copy.deepcopy(records["mutator"])
+    doc["meta"]["id"] = "nan-attack"
+    doc["figures"]["adaptive_asr"]["ci_high"] = math.nan
+    store.add_attack(doc)
+    try:
+        with server.client() as client:
+            listing = client.get("/attacks")
+            assert listing.status_code == 200
+            assert 'href="/attacks/good-attack"' in listing.text
+            assert 'href="/attacks/nan-attack"' in listing.text
+            page = client.get("/attacks/nan-attack")
+            assert page.status_code == 422
+            said = html.unescape(page.text)
+            assert "attack 'nan-attack': malformed record: field figures.adaptive_asr" in said
+    finally:
+        with store.connection(write=True) as conn:
+            conn.execute(text("DELETE FROM attacks WHERE attack_id = 'nan-attack'"))
