@@ -25,6 +25,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import text
 
+from shieldbench.alerts import Alert
 from shieldbench.store import Store
 
 from ._record_edits import FUZZ, HOSTILE, IDS, drop, edit, fresh_run, pages_of, served
@@ -150,3 +151,46 @@ def test_a_nan_in_an_attack_record_does_not_hide_the_attack_list(
     finally:
         with store.connection(write=True) as conn:
             conn.execute(text("DELETE FROM attacks WHERE attack_id = 'nan-attack'"))
+
+
+ALERT_COLUMNS: dict[str, st.SearchStrategy[Any]] = {
+    "severity": st.sampled_from(["", "apocalyptic", HOSTILE, 5, "critical"]),
+    "key": st.sampled_from(["", HOSTILE, 7]),
+    "created": st.sampled_from(["yesterday", "", 5, "2026-01-01 00:00:00"]),
+    "details": st.sampled_from(["[]", "not json", "5", '{"a": [1]}', "null"]),
+    "title": st.sampled_from([HOSTILE, 5, ""]),
+    "source": st.sampled_from([HOSTILE, 5, ""]),
+}
+
+
+@FUZZ
+@given(data=st.data())
+def test_a_hand_edited_alert_row_hides_no_other_alert_and_no_run(
+    data: st.DataObject, served: tuple[Store, Server, dict[str, Any]]
+) -> None:
+    """The trend page shows the alerts about its runs: one alert row edited in place
+    leaves the page up, the good alert and the runs listed, the bad alert shown (its
+    texts escaped) or named as left out with the field at fault."""
+    store, server, records = served
+    column = data.draw(st.sampled_from(sorted(ALERT_COLUMNS)), label="column")
+    value = data.draw(ALERT_COLUMNS[column], label="value")
+    n = next(IDS)
+    good = store.add_alert(Alert(f"good-{n}", f"good alert {n}", "fine", run_id="good-a"))
+    bad = store.add_alert(Alert(f"bad-{n}", f"bad alert {n}", "edited", run_id="good-b"))
+    try:
+        assert edit(
+            store, f"UPDATE alerts SET {column} = :v WHERE pk = :pk", {"v": value, "pk": bad}
+        )
+        with server.client() as client:
+            trend = client.get(f"/trend?dataset={records['run'].dataset.content_hash}")
+            assert trend.status_code == 200, trend.text[-1500:]
+            assert HOSTILE not in trend.text
+            assert f"good alert {n}" in trend.text
+            assert 'href="/runs/good-a"' in trend.text
+            said = html.unescape(trend.text)
+            shown = f"bad alert {n}" in said or str(value) in said
+            named = f"alert #{bad}: stored field {column}" in said
+            assert shown or named, (column, value)
+    finally:
+        with store.connection(write=True) as conn:
+            conn.execute(text("DELETE FROM alerts WHERE pk IN (:a, :b)"), {"a": good, "b": bad})

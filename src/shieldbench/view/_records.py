@@ -50,6 +50,7 @@ __all__ = [
     "damaged_runs",
     "diagnose",
     "info_problem",
+    "json_value",
     "outcome_problem",
     "reading",
     "run_problem",
@@ -251,7 +252,9 @@ _SAMPLE_REQUIRED = 9  # every field but ``messages``
 _JSON_COLUMNS = frozenset({"config", "environment", "extra", "reasons", "details", "end_to_end"})
 
 
-def _json(value: Any, where: str) -> Any:
+def json_value(value: Any, where: str) -> Any:
+    """A JSON column's value as stored: SQLite gives the text back (decoded here;
+    :class:`Malformed` when it is not JSON), PostgreSQL the value."""
     if not isinstance(value, str | bytes):
         return value  # PostgreSQL gives JSON back decoded
     try:
@@ -263,19 +266,19 @@ def _json(value: Any, where: str) -> Any:
 def _raw_run(row: Mapping[Any, Any]) -> None:
     for name in ("started", "finished", "recorded"):
         check(row[name], datetime, name)
-    config = _json(row["config"], "config")
+    config = json_value(row["config"], "config")
     check(config, RunConfig, "config")
     try:
         RunConfig(**config)
     except (TypeError, ValueError) as error:
         raise Malformed("config", f"is not a run configuration ({error})") from None
-    check(_json(row["environment"], "environment"), Mapping[str, str], "environment")
-    check(_json(row["extra"], "extra"), StoredExtra, "extra")
+    check(json_value(row["environment"], "environment"), Mapping[str, str], "environment")
+    check(json_value(row["extra"], "extra"), StoredExtra, "extra")
 
 
 def _raw_outcome(row: Mapping[Any, Any]) -> None:
     where = f"outcomes[{row['position']}]"
-    values = {k: _json(v, f"{where}.{k}") if k in _JSON_COLUMNS else v for k, v in row.items()}
+    values = {k: json_value(v, f"{where}.{k}") if k in _JSON_COLUMNS else v for k, v in row.items()}
     if values["status"] not in _STATUSES:
         raise Malformed(f"{where}.status", f"is {values['status']!r}, not one of {_STATUSES}")
     if values["blocked"] not in (None, True, False, 0, 1):
@@ -298,7 +301,7 @@ def _raw_outcome(row: Mapping[Any, Any]) -> None:
 def _raw_sample(position: int, record: Any) -> None:
     """One stored sample: its JSON field list (see ``shieldbench.store``'s sample sets)."""
     where = f"samples[{position}]"
-    fields = _json(record, where)
+    fields = json_value(record, where)
     if not isinstance(fields, list) or len(fields) < _SAMPLE_REQUIRED:
         raise Malformed(where, f"is {str(fields)[:60]!r}, not a list of a sample's fields")
     for (name, hint), value in zip(_SAMPLE_FIELDS, fields, strict=False):

@@ -12,6 +12,7 @@ from starlette.responses import HTMLResponse
 from shieldbench.charts import Series, line_chart
 from shieldbench.store import DatasetVersion, RunFilter, RunInfo, Store
 from shieldbench.trend import TrendPoint, trend_points
+from shieldbench.view._alerts import readable_alerts
 from shieldbench.view._pages import page, store_of
 from shieldbench.view._records import FAILURES
 from shieldbench.view._runs import readable
@@ -110,7 +111,7 @@ def trend(
         grouped[identity(r)].append(r)
     points = {name: trend_points(rs) for name, rs in sorted(grouped.items())}
     ids = {r.id for r in runs}
-    alerts = [a for a in store.alerts(limit=2000) if a.alert.run_id in ids]
+    alerts, damaged_alerts = readable_alerts(store, ids)
     ticks = _ticks(runs)
     charts = {
         which: line_chart(
@@ -127,7 +128,7 @@ def trend(
         "trend.html",
         versions=versions,
         dataset=dataset,
-        skipped=skipped,
+        skipped=skipped + damaged_alerts,
         runs=list(reversed(runs)),
         points={name: list(reversed(p)) for name, p in points.items()},
         charts=charts,
