@@ -194,3 +194,52 @@ def test_a_hand_edited_alert_row_hides_no_other_alert_and_no_run(
     finally:
         with store.connection(write=True) as conn:
             conn.execute(text("DELETE FROM alerts WHERE pk IN (:a, :b)"), {"a": good, "b": bad})
+
+
+ATTACK_COLUMNS: dict[str, st.SearchStrategy[Any]] = {
+    "static_asr": st.sampled_from(["abc", 7, -1, HOSTILE]),
+    "adaptive_asr": st.sampled_from(["abc", 7, math.inf]),
+    "queries": st.sampled_from(["x", -3, HOSTILE]),
+    "defense_spec": st.sampled_from([5, HOSTILE, ""]),
+    "kind": st.sampled_from([5, HOSTILE, "shieldbench.llm_attack"]),
+    "started": st.sampled_from(["yesterday", 5, "2026-01-01 00:00:00"]),
+    "tags": st.sampled_from(["[1]", "not json", '{"a": 1}']),
+    "document": st.sampled_from(["[]", "not json", '{"meta": 5}', "5", '{"x": NaN}']),
+}
+
+
+@FUZZ
+@given(data=st.data())
+def test_a_hand_edited_attack_row_gets_an_answer_naming_it_never_a_500(
+    data: st.DataObject, served: tuple[Store, Server, dict[str, Any]]
+) -> None:
+    """The attacks table's own columns (the list reads them, and the document's few
+    fields, in one query) edited in place: the list still lists every attack (or names
+    the damaged one), the attack's pages answer or name it."""
+    store, server, records = served
+    column = data.draw(st.sampled_from(sorted(ATTACK_COLUMNS)), label="column")
+    value = data.draw(ATTACK_COLUMNS[column], label="value")
+    attack_id = f"row-{next(IDS)}"
+    doc = copy.deepcopy(records["mutator"])
+    doc["meta"]["id"] = attack_id
+    store.add_attack(doc)
+    sql = f"UPDATE attacks SET {column} = :v WHERE attack_id = :id"
+    try:
+        assert edit(store, sql, {"v": value, "id": attack_id})
+        with server.client() as client:
+            listing = client.get("/attacks")
+            assert listing.status_code == 200, listing.text[-1500:]
+            assert HOSTILE not in listing.text
+            assert 'href="/attacks/good-attack"' in listing.text
+            named = f"attack &#39;{attack_id}&#39;" in listing.text
+            assert f'href="/attacks/{attack_id}"' in listing.text or named
+            for url in (f"/attacks/{attack_id}", f"/attacks/{attack_id}/bypasses/0"):
+                page = client.get(url)
+                assert page.status_code in (200, 404, 422), (url, page.text[-1500:])
+                assert HOSTILE not in page.text
+                if page.status_code == 422:
+                    said = html.unescape(page.text)
+                    assert f"attack '{attack_id}'" in said, said[-1500:]
+    finally:
+        with store.connection(write=True) as conn:
+            conn.execute(text("DELETE FROM attacks WHERE attack_id = :id"), {"id": attack_id})

@@ -20,6 +20,7 @@ from typing import Any
 from shieldbench.attacks import ATTACK_KIND, LLM_ATTACK_KIND
 from shieldbench.errors import StoreError
 from shieldbench.store import AttackInfo, Store
+from shieldbench.view._records import FAILURES
 
 __all__ = [
     "KNOWN_KINDS",
@@ -157,17 +158,19 @@ def listed_attacks(store: Store, limit: int = 200) -> tuple[list[Listed], list[d
 
     The store reads the list's few fields from the documents in SQL; a document that
     the database's JSON functions refuse (a hand-edited NaN or infinity: JSON has
-    neither) fails that query for every record. Then each document is read on its own
-    and listed from its own fields, so one damaged record never hides the others."""
+    neither), or a column it cannot read back (a start that is not a time, tags that
+    are not an object), fails that query for every record. Then each document is read
+    on its own and listed from its own fields, so one damaged record never hides the
+    others."""
     try:
         return [listed(info) for info in store.attack_infos(limit=limit)], []
-    except StoreError:
-        pass
+    except (StoreError, *FAILURES):
+        pass  # a document or a column the query cannot read: each record on its own
     rows, skipped = [], []
     for attack_id in reversed(store.attack_ids()[-limit:]):
         try:
             rows.append(listed(_info_of(store.get_attack(attack_id), attack_id)))
-        except (KeyError, TypeError, ValueError, AttributeError) as error:
+        except (StoreError, *FAILURES) as error:
             reason = f"attack {attack_id!r}: malformed record ({type(error).__name__}: {error})"
             skipped.append({"id": attack_id, "reason": reason})
     rows.sort(key=lambda r: r.info.started, reverse=True)

@@ -27,7 +27,7 @@ from shieldbench.reports import working_mutators
 from shieldbench.view._attack_list import listed_attacks, unknown_kind_note
 from shieldbench.view._llm_attack import goal_context, llm_context
 from shieldbench.view._pages import LruCache, Unreadable, page, store_of
-from shieldbench.view._records import check_mutator
+from shieldbench.view._records import FAILURES, check_mutator
 
 __all__ = ["router"]
 
@@ -64,7 +64,14 @@ def _view(request: Request, attack_id: str) -> AttackResult | LLMAttackResult:
     store = store_of(request)
 
     def build() -> AttackResult | LLMAttackResult:
-        return _read(store.get_attack(attack_id), attack_id)
+        try:
+            document = store.get_attack(attack_id)
+        except FAILURES as error:  # the stored document is not JSON
+            why = f"{type(error).__name__}: {error}"
+            raise Unreadable(
+                f"attack {attack_id!r}: stored field document is not JSON ({why})"
+            ) from None
+        return _read(document, attack_id)
 
     view: AttackResult | LLMAttackResult = _attacks.get((store.url, attack_id), build)
     return view
