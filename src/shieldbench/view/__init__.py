@@ -11,6 +11,10 @@ goal's transcript). Every URL is stable: ``/runs/ID``, ``/runs/ID/samples/N``,
 ``/compare?run=A&run=B``, ``/trend?dataset=HASH``, ``/attacks/ID``,
 ``/attacks/ID/goals/N``.
 
+Damaged records (edited by hand, or by another tool) are checked where they are
+loaded (:mod:`._records`): a page answers 422 naming the record and the field at
+fault, and a list page leaves the record out and says why, never failing whole.
+
 Safety: the store is opened read-only; every text from data is escaped by the
 templates (autoescape) and the charts (:mod:`markupsafe`); every response carries a
 strict Content-Security-Policy (the packaged script and stylesheet only, no inline

@@ -6,10 +6,10 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.staticfiles import StaticFiles
 
-from shieldbench.errors import StoreError
+from shieldbench.errors import StatisticsError, StoreError
 from shieldbench.store import Store
 from shieldbench.view import _attacks, _compare, _runs, _samples, _trend
 from shieldbench.view._pages import BadRequest, Unreadable, page
@@ -49,6 +49,11 @@ def create_app(store: Store, *, token: str | None = None) -> FastAPI:
     async def _unreadable(request: Request, error: Unreadable) -> Response:
         return _problem(request, 422, "Unreadable record", str(error))
 
+    @app.exception_handler(StatisticsError)
+    async def _incomparable(request: Request, error: StatisticsError) -> Response:
+        # e.g. two runs whose records claim the same data but hold other sample ids
+        return _problem(request, 422, "Cannot compare these records", str(error))
+
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, error: RequestValidationError) -> Response:
         lines = [
@@ -60,5 +65,9 @@ def create_app(store: Store, *, token: str | None = None) -> FastAPI:
     return app
 
 
-def _problem(request: Request, status: int, title: str, message: str) -> HTMLResponse:
+def _problem(request: Request, status: int, title: str, message: str) -> Response:
+    """The error as a page, or for a JSON route (``/api/...``) as
+    ``{"status", "error", "message"}``: what is wrong, naming the record or parameter."""
+    if request.url.path.startswith("/api/"):
+        return JSONResponse({"status": status, "error": title, "message": message}, status)
     return page(request, "problem.html", status_code=status, title=title, message=message)

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from shieldbench.attacks import ATTACK_KIND, LLM_ATTACK_KIND
-from shieldbench.store import AttackInfo
+from shieldbench.errors import StoreError
+from shieldbench.store import AttackInfo, Store
+from shieldbench.view._records import FAILURES
 
 __all__ = [
     "KNOWN_KINDS",
@@ -26,6 +29,7 @@ __all__ = [
     "Listed",
     "kind_name",
     "listed",
+    "listed_attacks",
     "unknown_kind_note",
 ]
 
@@ -116,3 +120,58 @@ def listed(info: AttackInfo) -> Listed:
         preserving=_figure(figures.get("preserving_asr")),
         budget=_budget(info.budget),
     )
+
+
+def _time(text: Any) -> datetime:
+    moment = datetime.fromisoformat(text)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _info_of(doc: Mapping[str, Any], attack_id: str) -> AttackInfo:
+    """The list's columns, read from the document itself (see :func:`listed_attacks`)."""
+    meta, figures, settings = doc["meta"], doc.get("figures") or {}, doc.get("settings") or {}
+    counts = doc.get("counts") or {}
+    queries = counts.get("queries", counts.get("search_queries"))
+    return AttackInfo(
+        attack_id,
+        str(doc["defense"]["spec"]),
+        str(doc["defense"]["name"]),
+        str(doc["dataset"]["spec"]),
+        str(doc["dataset"]["content_hash"]),
+        _time(meta["started"]),
+        _time(meta["finished"]),
+        None,
+        None,
+        queries if isinstance(queries, int) else None,
+        None,
+        {},
+        str(doc.get("kind") or ATTACK_KIND),
+        meta.get("strategy") if isinstance(meta.get("strategy"), str) else None,
+        settings.get("budget"),
+        {k: v for k, v in figures.items() if isinstance(v, Mapping)},
+    )
+
+
+def listed_attacks(store: Store, limit: int = 200) -> tuple[list[Listed], list[dict[str, str]]]:
+    """Every stored attack's row, newest first, and the records that could not be listed
+    as ``{"id", "reason"}``.
+
+    The store reads the list's few fields from the documents in SQL; a document that
+    the database's JSON functions refuse (a hand-edited NaN or infinity: JSON has
+    neither), or a column it cannot read back (a start that is not a time, tags that
+    are not an object), fails that query for every record. Then each document is read
+    on its own and listed from its own fields, so one damaged record never hides the
+    others."""
+    try:
+        return [listed(info) for info in store.attack_infos(limit=limit)], []
+    except (StoreError, *FAILURES):
+        pass  # a document or a column the query cannot read: each record on its own
+    rows, skipped = [], []
+    for attack_id in reversed(store.attack_ids()[-limit:]):
+        try:
+            rows.append(listed(_info_of(store.get_attack(attack_id), attack_id)))
+        except (StoreError, *FAILURES) as error:
+            reason = f"attack {attack_id!r}: malformed record ({type(error).__name__}: {error})"
+            skipped.append({"id": attack_id, "reason": reason})
+    rows.sort(key=lambda r: r.info.started, reverse=True)
+    return rows, skipped

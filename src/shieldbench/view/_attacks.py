@@ -24,9 +24,10 @@ from shieldbench.attacks import ATTACK_KIND, LLM_ATTACK_KIND, AttackResult, LLMA
 from shieldbench.charts import Series, line_chart
 from shieldbench.errors import RunError, StoreError
 from shieldbench.reports import working_mutators
-from shieldbench.view._attack_list import listed, unknown_kind_note
+from shieldbench.view._attack_list import listed_attacks, unknown_kind_note
 from shieldbench.view._llm_attack import goal_context, llm_context
 from shieldbench.view._pages import LruCache, Unreadable, page, store_of
+from shieldbench.view._records import FAILURES, check_mutator
 
 __all__ = ["router"]
 
@@ -38,8 +39,8 @@ PageNumber = Annotated[int, Query(alias="page", ge=1, le=1_000_000)]
 @router.get("/attacks", response_class=HTMLResponse)
 def attacks(request: Request) -> HTMLResponse:
     """Every stored attack, newest first: its kind, defense, data, headline figures."""
-    rows = [listed(info) for info in store_of(request).attack_infos()]
-    return page(request, "attacks.html", attacks=rows)
+    rows, skipped = listed_attacks(store_of(request))
+    return page(request, "attacks.html", attacks=rows, skipped=skipped)
 
 
 def _read(document: dict[str, Any], attack_id: str) -> AttackResult | LLMAttackResult:
@@ -48,6 +49,7 @@ def _read(document: dict[str, Any], attack_id: str) -> AttackResult | LLMAttackR
     source = f"attack {attack_id!r}"
     try:
         if kind == ATTACK_KIND:
+            check_mutator(document, attack_id)  # names the field at fault
             result = AttackResult.from_dict(document, source=source)
             result.check_curve(source)  # the chart draws it
             return result
@@ -62,7 +64,14 @@ def _view(request: Request, attack_id: str) -> AttackResult | LLMAttackResult:
     store = store_of(request)
 
     def build() -> AttackResult | LLMAttackResult:
-        return _read(store.get_attack(attack_id), attack_id)
+        try:
+            document = store.get_attack(attack_id)
+        except FAILURES as error:  # the stored document is not JSON
+            why = f"{type(error).__name__}: {error}"
+            raise Unreadable(
+                f"attack {attack_id!r}: stored field document is not JSON ({why})"
+            ) from None
+        return _read(document, attack_id)
 
     view: AttackResult | LLMAttackResult = _attacks.get((store.url, attack_id), build)
     return view

@@ -18,7 +18,8 @@ from starlette.responses import HTMLResponse
 from shieldbench.charts import Bar, interval_bars
 from shieldbench.metrics import Comparison, compare_runs
 from shieldbench.view._pages import BadRequest, LruCache, page, store_of
-from shieldbench.view._samples import KIND_NAMES, query_page, sample_filters
+from shieldbench.view._records import checked_info, checked_run, reading
+from shieldbench.view._samples import KIND_NAMES, checked_page, sample_filters
 
 __all__ = ["router"]
 
@@ -34,7 +35,7 @@ DIRECTIONS = {
 def _comparison(request: Request, ids: tuple[str, ...]) -> Comparison:
     store = store_of(request)
     key = (store.url, ids, tuple(store.info(i).recorded.isoformat() for i in ids))
-    return _comparisons.get(key, lambda: compare_runs([store.get_run(i) for i in ids]))
+    return _comparisons.get(key, lambda: compare_runs([checked_run(store, i) for i in ids]))
 
 
 @router.get("/compare", response_class=HTMLResponse)
@@ -54,7 +55,7 @@ def compare(
         raise BadRequest("compare needs 2 to 20 runs: /compare?run=ID&run=ID")
     if a >= len(refs) or b >= len(refs) or a == b:
         raise BadRequest(f"a={a}, b={b}: pick two different runs among the {len(refs)} given")
-    infos = [store.info(r) for r in refs]
+    infos = [checked_info(store, r) for r in refs]
     ids = tuple(i.id for i in infos)
     if len(set(ids)) != len(ids):
         raise BadRequest("the same run is named twice; compare different runs")
@@ -69,7 +70,9 @@ def compare(
     flips = store.flips(ids[a], ids[b])
     wanted = [x for x in flips if direction in (None, x.direction)]
     by_position = {x.position: x for x in flips}
-    result = query_page(request, ids[b], f, positions=[x.position for x in wanted])
+    result, skipped = checked_page(request, ids[b], f, positions=[x.position for x in wanted])
+    with reading(store, ids[b]):
+        facets = store.sample_facets(ids[b])
     counts = {d: sum(1 for x in flips if x.direction == d) for d in DIRECTIONS}
     bars = [Bar(e.label, *_rate(e.summary.rates.block_rate)) for e in comparison.leaderboard] + [
         Bar(f"{e.label} FPR", *_rate(e.summary.rates.false_positive_rate))
@@ -90,9 +93,10 @@ def compare(
         direction=direction,
         directions=DIRECTIONS,
         result=result,
+        skipped=skipped,
         params=f,
         pages=max(1, -(-result.total // f["size"])),
-        facets=store.sample_facets(ids[b]),
+        facets=facets,
         kinds=KIND_NAMES,
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, time
 from typing import Annotated, Any
 
@@ -13,6 +14,8 @@ from shieldbench.charts import Bar, Point, Series, histogram, interval_bars, lin
 from shieldbench.reports import Report, build_report
 from shieldbench.store import RUN_SORTS, RunFilter, RunInfo, RunPage
 from shieldbench.view._pages import BadRequest, LruCache, page, store_of
+from shieldbench.view._records import checked_info, checked_run, info_problem, reading
+from shieldbench.view._salvage import salvaged_page
 
 __all__ = ["router"]
 
@@ -43,7 +46,20 @@ def _tags(values: list[str]) -> dict[str, str]:
     return tags
 
 
-def _runs_page(request: Request, params: dict[str, Any]) -> RunPage:
+def readable(infos: tuple[RunInfo, ...]) -> tuple[list[RunInfo], list[dict[str, str]]]:
+    """The runs the pages can show, and the others as ``{"id", "reason"}`` (a list
+    page skips a damaged record and says why, rather than fail)."""
+    good, skipped = [], []
+    for info in infos:
+        problem = info_problem(info)
+        if problem is None:
+            good.append(info)
+        else:
+            skipped.append({"id": str(info.id), "reason": problem})
+    return good, skipped
+
+
+def _runs_page(request: Request, params: dict[str, Any]) -> tuple[RunPage, list[dict[str, str]]]:
     sort = params["sort"] or "started"
     if sort not in RUN_SORTS:
         raise BadRequest(f"sort={sort!r}: choose one of {', '.join(RUN_SORTS)}")
@@ -56,13 +72,16 @@ def _runs_page(request: Request, params: dict[str, Any]) -> RunPage:
         since=_day(params["since"], "since"),
         until=_day(params["until"], "until", end=True),
     )
-    return store_of(request).run_page(
+    result, damaged = salvaged_page(
+        store_of(request),
         where,
         sort=sort,
         descending=params["order"] != "asc",
         offset=(params["page"] - 1) * params["size"],
         limit=params["size"],
     )
+    good, skipped = readable(result.items)
+    return dataclasses.replace(result, items=tuple(good)), damaged + skipped
 
 
 Text = Annotated[str | None, Query(max_length=500)]
@@ -107,12 +126,13 @@ Params = Annotated[dict[str, Any], Depends(_params)]
 @router.get("/runs", response_class=HTMLResponse)
 def runs(request: Request, params: Params) -> HTMLResponse:
     """Every run, newest first: filter, sort by a headline figure, page."""
-    result = _runs_page(request, params)
+    result, skipped = _runs_page(request, params)
     pages = max(1, -(-result.total // params["size"]))
     return page(
         request,
         "runs.html",
         result=result,
+        skipped=skipped,
         params=params,
         pages=pages,
         sorts=RUN_SORTS,
@@ -122,23 +142,32 @@ def runs(request: Request, params: Params) -> HTMLResponse:
 
 @router.get("/api/runs")
 def runs_json(request: Request, params: Params) -> JSONResponse:
-    """The same page as JSON: ``{"total", "offset", "limit", "runs": [RunInfo.to_dict()]}``."""
-    result = _runs_page(request, params)
+    """The same page as JSON: ``{"total", "offset", "limit", "runs": [RunInfo.to_dict()],
+    "skipped": [{"id", "reason"}]}`` (``skipped``: the damaged records left out)."""
+    result, skipped = _runs_page(request, params)
     return JSONResponse(
         {
             "total": result.total,
             "offset": result.offset,
             "limit": result.limit,
             "runs": [r.to_dict() for r in result.items],
+            "skipped": skipped,
         }
     )
 
 
 def run_report(request: Request, info: RunInfo) -> Report:
-    """The report model of a stored run (cached: a stored run never changes)."""
+    """The report model of a stored run (cached: a stored run never changes), read and
+    checked (:func:`~shieldbench.view._records.checked_run`)."""
     store = store_of(request)
     key = (store.url, info.id, info.recorded.isoformat())
-    return _reports.get(key, lambda: build_report([store.get_run(info.id)]))
+
+    def build() -> Report:
+        run = checked_run(store, info.id)
+        with reading(store, info.id):
+            return build_report([run])
+
+    return _reports.get(key, build)
 
 
 def _charts(report: Report) -> dict[str, Any]:
@@ -219,15 +248,16 @@ def run(request: Request, run_id: str) -> HTMLResponse:
     """One run: headline figures with intervals and n, per category, plane, curves,
     latency, errors, and a way into its samples."""
     store = store_of(request)
-    info = store.info(run_id)
+    info = checked_info(store, run_id)
     report = run_report(request, info)
     section = report.runs[0]
-    return page(
-        request,
-        "run.html",
-        info=info,
-        section=section,
-        summary=section.summary,
-        charts=_charts(report),
-        facets=store.sample_facets(info.id),
-    )
+    with reading(store, info.id):
+        return page(
+            request,
+            "run.html",
+            info=info,
+            section=section,
+            summary=section.summary,
+            charts=_charts(report),
+            facets=store.sample_facets(info.id),
+        )

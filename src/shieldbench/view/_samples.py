@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query
@@ -9,9 +10,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 
 from shieldbench.store import OUTCOME_KINDS, OutcomeKind, OutcomePage, StoredOutcome
-from shieldbench.view._pages import BadRequest, page, store_of
+from shieldbench.view._pages import BadRequest, Unreadable, page, store_of
+from shieldbench.view._records import checked_info, outcome_problem, reading
 
-__all__ = ["KIND_NAMES", "router", "sample_filters"]
+__all__ = ["KIND_NAMES", "checked_page", "router", "sample_filters"]
 
 router = APIRouter()
 
@@ -81,20 +83,40 @@ def query_page(
     )
 
 
+def checked_page(
+    request: Request, run_id: str, f: dict[str, Any], positions: list[int] | None = None
+) -> tuple[OutcomePage, list[dict[str, Any]]]:
+    """:func:`query_page`, read under :func:`~shieldbench.view._records.reading`, the
+    damaged outcomes left out and listed as ``{"position", "reason"}``."""
+    with reading(store_of(request), run_id):
+        result = query_page(request, run_id, f, positions)
+    good, skipped = [], []
+    for o in result.items:
+        problem = outcome_problem(run_id, o)
+        if problem is None:
+            good.append(o)
+        else:
+            skipped.append({"position": o.position, "reason": problem})
+    return dataclasses.replace(result, items=tuple(good)), skipped
+
+
 @router.get("/runs/{run_id}/samples", response_class=HTMLResponse)
 def samples(request: Request, run_id: str, f: Filters) -> HTMLResponse:
     """The sample table: text search, outcome kind, category, tier, source, score."""
     store = store_of(request)
-    info = store.info(run_id)
-    result = query_page(request, info.id, f)
+    info = checked_info(store, run_id)
+    result, skipped = checked_page(request, info.id, f)
+    with reading(store, info.id):
+        facets = store.sample_facets(info.id)
     return page(
         request,
         "samples.html",
         info=info,
         result=result,
+        skipped=skipped,
         params=f,
         pages=max(1, -(-result.total // f["size"])),
-        facets=store.sample_facets(info.id),
+        facets=facets,
         kinds=KIND_NAMES,
     )
 
@@ -120,9 +142,10 @@ def outcome_dict(o: StoredOutcome) -> dict[str, Any]:
 
 @router.get("/api/runs/{run_id}/samples")
 def samples_json(request: Request, run_id: str, f: Filters) -> JSONResponse:
-    """The sample table page as JSON: ``{"total", "offset", "limit", "samples": [...]}``."""
-    run = store_of(request).resolve(run_id)
-    result = query_page(request, run, f)
+    """The sample table page as JSON: ``{"total", "offset", "limit", "samples": [...],
+    "skipped": [{"position", "reason"}]}`` (``skipped``: damaged outcomes left out)."""
+    run = checked_info(store_of(request), run_id).id
+    result, skipped = checked_page(request, run, f)
     return JSONResponse(
         {
             "run": run,
@@ -130,6 +153,7 @@ def samples_json(request: Request, run_id: str, f: Filters) -> JSONResponse:
             "offset": result.offset,
             "limit": result.limit,
             "samples": [outcome_dict(o) for o in result.items],
+            "skipped": skipped,
         }
     )
 
@@ -154,8 +178,12 @@ def sample(
     """One sample: its full text (escaped), labels, verdict, score, reasons, latency,
     details, and for an end-to-end run the model's answer and the judges' verdicts."""
     store = store_of(request)
-    info = store.info(run_id)
-    outcome = store.outcome(info.id, position)
+    info = checked_info(store, run_id)
+    with reading(store, info.id):
+        outcome = store.outcome(info.id, position)
+    problem = outcome_problem(info.id, outcome)
+    if problem is not None:
+        raise Unreadable(problem)
     answer, judges = _answer(outcome.end_to_end)
     return page(
         request,
