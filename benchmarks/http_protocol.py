@@ -10,10 +10,11 @@ load client (``_service_rawclient``), the same new texts (no verdict cache hit),
 concurrency 32; the two servers take turns, round by round, so a drift of the
 machine's speed hits both.
 
-Per server and route: requests/s, p50 and p99, and the server process's CPU per
-request (user + system, from ``/proc``, which holds on a loaded machine where the
-rates do not). Then the ratios new / old: CPU per request of ``/floor`` and of
-``/v1/check``, checks/s, and the p50 of a check.
+Per server and route: requests/s, p50 and p99 at concurrency 32, the p50 of 1,000
+requests sent one at a time, and the server process's CPU per request at concurrency
+32 (user + system, from ``/proc``, which holds on a loaded machine where the rates do
+not). Then the ratios new / old: CPU per request of ``/floor`` and of ``/v1/check``,
+checks/s, and the p50 of a check at concurrency 32 and 1.
 
 Run: ``python benchmarks/http_protocol.py [--rounds N] [--n N]``; the output is saved
 to ``benchmarks/results/http_protocol.txt``. Rerun on an idle machine before quoting.
@@ -42,6 +43,7 @@ from _service_harness import _with_floor  # noqa: E402
 
 RESULTS = HERE / "results" / "http_protocol.txt"
 CONCURRENCY = 32
+SOLO = 1300  # the first 300 texts warm up, the next 1,000 are sent one at a time
 #: name -> (uvicorn ``http``, uvicorn ``loop``); "serve" is what ``shieldbench serve`` runs.
 SERVERS = {"h11 + asyncio": ("h11", "asyncio"), "serve: httptools + uvloop": ("serve", "uvloop")}
 _TICK = os.sysconf("SC_CLK_TCK")
@@ -109,9 +111,10 @@ def _server(http: str, loop: str, tmp: Path) -> Iterator[tuple[str, int]]:
 
 def _measure(url: str, pid: int, path: str, bodies: list[dict[str, str]]) -> dict[str, float]:
     _service_rawclient.load(url + path, bodies[:300], concurrency=CONCURRENCY)  # warm up
+    alone, _, _ = _service_rawclient.load(url + path, bodies[300:SOLO], concurrency=1)
     cpu = _cpu_s(pid)
     latencies, wall, answers = _service_rawclient.load(
-        url + path, bodies[300:], concurrency=CONCURRENCY
+        url + path, bodies[SOLO:], concurrency=CONCURRENCY
     )
     cpu = _cpu_s(pid) - cpu
     bad = [a for a in answers if a[0] != 200]
@@ -124,6 +127,7 @@ def _measure(url: str, pid: int, path: str, bodies: list[dict[str, str]]) -> dic
         "p50": latencies[n // 2],
         "p99": latencies[min(n - 1, int(n * 0.99))],
         "cpu_us": 1e6 * cpu / n,
+        "p50_c1": statistics.median(alone),
     }
 
 
@@ -138,7 +142,7 @@ def main(*, rounds: int, n: int) -> None:
                 for path in ("/floor", "/v1/check"):
                     bodies = [
                         {"text": f"round {round_} {name} {path} text {i}: summarise the report"}
-                        for i in range(n + 300)
+                        for i in range(n + SOLO)
                     ]
                     results[name][path].append(_measure(url, pid, path, bodies))
     lines = [
@@ -150,12 +154,13 @@ def main(*, rounds: int, n: int) -> None:
     med: dict[tuple[str, str, str], float] = {}
     for name in SERVERS:
         for path, runs in results[name].items():
-            for key in ("rate", "p50", "p99", "cpu_us"):
+            for key in ("rate", "p50", "p99", "cpu_us", "p50_c1"):
                 med[name, path, key] = statistics.median(r[key] for r in runs)
             lines.append(
                 f"  {name:26s} {path:10s} {med[name, path, 'rate']:7.0f} req/s  p50"
                 f" {1e3 * med[name, path, 'p50']:6.2f} ms  p99 {1e3 * med[name, path, 'p99']:6.2f}"
-                f" ms  server CPU {med[name, path, 'cpu_us']:4.0f} us/request"
+                f" ms  server CPU {med[name, path, 'cpu_us']:4.0f} us/request; concurrency 1:"
+                f" p50 {1e3 * med[name, path, 'p50_c1']:5.3f} ms"
             )
     old, new = SERVERS
 
@@ -167,7 +172,8 @@ def main(*, rounds: int, n: int) -> None:
         f" {ratio(new, old, '/floor', '/floor', 'cpu_us'):.2f}x, /v1/check"
         f" {ratio(new, old, '/v1/check', '/v1/check', 'cpu_us'):.2f}x",
         f"  new / old, checks/s {ratio(new, old, '/v1/check', '/v1/check', 'rate'):.2f}x;"
-        f" p50 of a check {ratio(new, old, '/v1/check', '/v1/check', 'p50'):.2f}x",
+        f" p50 of a check {ratio(new, old, '/v1/check', '/v1/check', 'p50'):.2f}x, at"
+        f" concurrency 1 {ratio(new, old, '/v1/check', '/v1/check', 'p50_c1'):.2f}x",
         f"  p50 check / floor: old {ratio(old, old, '/v1/check', '/floor', 'p50'):.2f}x,"
         f" new {ratio(new, new, '/v1/check', '/floor', 'p50'):.2f}x (a cheaper HTTP"
         " layer lowers both routes by the same CPU, so the ratio rises)",

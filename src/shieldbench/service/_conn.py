@@ -2,11 +2,11 @@
 (slowloris) and a bounded size of those headers.
 
 The service speaks HTTP/1.1 through uvicorn's httptools protocol (llhttp, the C parser
-of Node.js). Measured on the 2-core development machine, one worker at concurrency 32
-(``benchmarks/http_protocol.py``): a bare ASGI answer costs the server about
-85 us of CPU with httptools against about 290 us with h11, the pure-Python parser,
-and a ``/v1/check`` about 420 us against 760 us, so httptools nearly doubles the
-checks a worker answers per second.
+of Node.js) on uvloop. Measured on the idle 2-core development machine, one server
+process at concurrency 32 (``benchmarks/http_protocol.py``, side by side with uvicorn's
+h11 protocol, pure Python, on asyncio's loop): a bare ASGI answer costs the server
+about 90 us of CPU against 325 us, a ``/v1/check`` about 500 us against 730 us, and a
+worker answers about 1.5x the checks per second.
 
 uvicorn times out a connection that is idle *between* requests (keep-alive), but not
 one that has started a request and never finishes its headers: a client that sends
