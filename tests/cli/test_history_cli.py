@@ -304,3 +304,25 @@ def test_attack_records_its_result_and_import_takes_attack_files(tmp_path: Path)
     other = str(tmp_path / "other.db")
     imported = runner.invoke(app, ["history", "import", str(out / "attack.json"), "--db", other])
     assert "imported 1 new of 1" in imported.output
+
+
+def test_import_refuses_an_attack_file_with_a_nan_naming_the_file_and_field(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "attack"
+    args = ["attack", "-d", "pattern", "-D", "builtin:smoke", "--budget", "20"]
+    first = str(tmp_path / "first.db")
+    done = runner.invoke(app, [*args, "--rounds", "1", "--out", str(out), "--db", first])
+    assert done.exit_code == 0, done.output
+    doc = json.loads((out / "attack.json").read_text(encoding="utf-8"))
+    doc["figures"]["static_asr"]["ci_low"] = float("nan")
+    bad = tmp_path / "edited.json"
+    bad.write_text(json.dumps(doc), encoding="utf-8")  # NaN, as a hand edit may leave it
+    db = str(tmp_path / "h.db")
+    done = _cli("history", "import", str(bad), "--db", db)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert "edited.json" in done.stderr
+    assert "document.figures.static_asr.ci_low is nan" in done.stderr
+    with open_store(db) as store:
+        assert store.attack_ids() == []

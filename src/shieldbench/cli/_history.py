@@ -13,7 +13,7 @@ from rich.table import Table
 
 from shieldbench.cli._app import app, console
 from shieldbench.cli._store import DbOption, TagOption, open_cli_store, parse_tags
-from shieldbench.errors import ConfigError, RunError
+from shieldbench.errors import ConfigError, RunError, StoreError
 
 if TYPE_CHECKING:
     from shieldbench.store import RunInfo
@@ -189,14 +189,18 @@ def import_(
         if kind == "shieldbench.run":
             runs.append(run_from_dict(data, source=str(path)))
         elif kind == "shieldbench.attack":
-            attacks.append(data)
+            attacks.append((path, data))
         elif len(paths) == 1 and path == paths[0]:
             raise RunError(f"{path}: not a shieldbench run or attack file (kind={kind!r})")
     if not runs and not attacks:
         raise ConfigError(f"no run or attack files in {', '.join(map(str, paths))}")
     store = open_cli_store(_db(ctx, db), ctx)
     new = sum(store.add_run(r, source="import", tags=tags, git=(None, None)) for r in runs)
-    new += sum(store.add_attack(a, tags=tags, git=(None, None)) for a in attacks)
+    for path, attack in attacks:
+        try:
+            new += store.add_attack(attack, tags=tags, git=(None, None))
+        except StoreError as error:
+            raise StoreError(f"{path}: {error}") from None
     console.print(
         f"imported {new} new of {len(runs) + len(attacks)} into {escape(store.url)}"
         f" ({len(runs) + len(attacks) - new} already stored)",

@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from types import EllipsisType
 from typing import Any
@@ -15,10 +15,11 @@ from sqlalchemy import Connection, func, select
 from sqlalchemy.exc import DatabaseError
 from sqlalchemy.orm import Session
 
-from shieldbench._redact import mask_all, redact, redact_all
+from shieldbench._redact import redact, redact_all
 from shieldbench.alerts import Alert, Delivery
 from shieldbench.errors import StoreError
 from shieldbench.identity import DefenseIdentity
+from shieldbench.store._attackrow import attack_row
 from shieldbench.store._browse import Browsing
 from shieldbench.store._git import git_info
 from shieldbench.store._models import AlertRow, AttackRow, RunRow
@@ -258,37 +259,10 @@ class Store(Browsing):
         """Store an attack result (its ``to_dict()`` form: a mutator search's
         ``AttackResult`` or an ``LLMAttackResult``, transcripts and all); ``False`` if
         already stored."""
-        checked = _check_tags(tags)
-        try:
-            meta, defense, dataset = document["meta"], document["defense"], document["dataset"]
-            figures = document.get("figures") or {}
-            attack_id = str(meta["id"])
-            started = datetime.fromisoformat(meta["started"])
-            finished = datetime.fromisoformat(meta["finished"])
-            counts = document.get("counts") or {}
-            row = AttackRow(
-                attack_id=attack_id,
-                kind=str(document.get("kind") or "shieldbench.attack"),
-                defense_spec=redact(defense["spec"]),
-                defense_name=redact(defense["name"]),
-                dataset_spec=redact(dataset["spec"]),
-                dataset_hash=dataset["content_hash"],
-                started=started if started.tzinfo else started.replace(tzinfo=UTC),
-                finished=finished if finished.tzinfo else finished.replace(tzinfo=UTC),
-                recorded=datetime.now(UTC),
-                static_asr=(figures.get("static_asr") or {}).get("value"),
-                adaptive_asr=(figures.get("adaptive_asr") or {}).get("value"),
-                queries=counts.get("queries", counts.get("search_queries")),
-                git_commit=None,
-                git_branch=None,
-                tags=redact_all(checked),
-                document=mask_all(dict(document)),  # attack texts are data
-            )
-        except (KeyError, TypeError, ValueError, AttributeError) as error:
-            raise StoreError(f"not an attack result ({type(error).__name__}: {error})") from None
+        row = attack_row(document, tags=_check_tags(tags))
         row.git_commit, row.git_branch = git_info() if git is None else git
         with self.session(write=True) as s:
-            if s.scalar(select(AttackRow.pk).where(AttackRow.attack_id == attack_id)):
+            if s.scalar(select(AttackRow.pk).where(AttackRow.attack_id == row.attack_id)):
                 return False
             s.add(row)
         return True
