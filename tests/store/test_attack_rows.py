@@ -134,3 +134,26 @@ def test_every_valid_value_is_stored_and_read_back(
         (info,) = store.attack_infos()
         assert store.get_attack(info.id)["figures"]["static_asr"]["value"] == static
     assert info.queries == queries
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("dataset", "content_hash"), ["a", "b"]),
+        (("dataset", "content_hash"), "h" * 101),
+        (("meta", "id"), "i" * 129),
+        (("kind",), "k" * 65),
+        (("kind",), 5),
+        (("defense", "spec"), {"name": "pattern"}),
+        (("dataset", "spec"), ""),
+    ],
+)
+def test_a_text_its_column_cannot_hold_is_refused_by_name(
+    tmp_path: Path, document: dict[str, Any], path: tuple[str, ...], value: Any
+) -> None:
+    doc = copy.deepcopy(document)
+    _set(doc, path, value)
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    with open_store(url) as store, pytest.raises(StoreError, match=".".join(path)):
+        store.add_attack(doc)
+    assert _stored_ids(url) == set()

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
@@ -34,6 +35,27 @@ FUZZ = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
+
+
+REMOVE = object()
+
+
+def damage(
+    doc: dict[str, Any], data: st.DataObject, values: st.SearchStrategy[Any]
+) -> tuple[tuple[Any, ...], Any]:
+    """Replace one drawn place of ``doc`` (never ``meta.id``) by a drawn value from
+    ``values``, or remove it (``REMOVE``); the place's path and what it now holds."""
+    places = [p for p in paths(doc) if p != ("meta", "id")]
+    path = data.draw(st.sampled_from(places), label="path")
+    value = data.draw(st.one_of(values, st.just(REMOVE)), label="value")
+    parent: Any = doc
+    for key in path[:-1]:
+        parent = parent[key]
+    if value is REMOVE:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = value
+    return path, value
 
 
 def paths(value: Any, at: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:

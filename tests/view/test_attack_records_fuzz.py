@@ -22,23 +22,12 @@ from hypothesis import strategies as st
 from shieldbench.errors import StoreError
 from shieldbench.store import Store, open_store
 
+from ._record_edits import damage
 from .conftest import History, Server
 
 pytestmark = pytest.mark.slow
 
 _ids = itertools.count()
-
-
-def _paths(value: Any, at: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    """Every place in ``value`` (a list's first two items only), leaves and branches."""
-    if at:
-        yield at
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _paths(item, (*at, key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value[:2]):
-            yield from _paths(item, (*at, i))
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +56,6 @@ VALUES = st.one_of(
     st.dictionaries(st.sampled_from(["k", "n", "value"]), st.integers(0, 2), max_size=2),
     st.just("<script>x</script>"),
 )
-REMOVE = object()
 
 
 @settings(
@@ -83,16 +71,7 @@ def test_a_damaged_record_gets_a_page_naming_it_never_a_500(
     doc = copy.deepcopy(pair_record)
     attack_id = f"fuzz-{next(_ids)}"
     doc["meta"]["id"] = attack_id
-    places = [p for p in _paths(doc) if p != ("meta", "id")]
-    path = data.draw(st.sampled_from(places), label="path")
-    value = data.draw(st.one_of(VALUES, st.just(REMOVE)), label="value")
-    parent = doc
-    for key in path[:-1]:
-        parent = parent[key]
-    if value is REMOVE:
-        del parent[path[-1]]
-    else:
-        parent[path[-1]] = value
+    path, value = damage(doc, data, VALUES)
     try:
         store.add_attack(doc)
     except StoreError:

@@ -4,10 +4,15 @@ An attack result reaches the store as its ``to_dict()`` form, or as JSON a user 
 or edited. Everything the ``attacks`` table holds in a column of its own is checked
 here, and so is the document itself, so a bad value is refused with a
 :class:`~shieldbench.errors.StoreError` that names the field, never stored to break a
-reader later: the rates (``figures.static_asr.value``, ``figures.adaptive_asr.value``)
-are numbers in [0, 1] or absent, the query count a whole number >= 0 or absent, and no
-number anywhere in the document is NaN or infinite (JSON has no such numbers; a
-database's JSON functions refuse the whole table's documents over one of them).
+reader later:
+
+- the texts with columns of their own (``meta.id``, ``kind``, the defense's and the
+  dataset's spec and name, ``dataset.content_hash``) are non-empty texts within their
+  columns' lengths;
+- the rates (``figures.static_asr.value``, ``figures.adaptive_asr.value``) are numbers
+  in [0, 1] or absent, and the query count is a whole number >= 0 or absent;
+- no number anywhere in the document is NaN or infinite (JSON has no such numbers; a
+  database's JSON functions refuse the whole table's documents over one of them).
 """
 
 from __future__ import annotations
@@ -34,12 +39,12 @@ def attack_row(document: Mapping[str, Any], *, tags: dict[str, str]) -> AttackRo
         started = datetime.fromisoformat(meta["started"])
         finished = datetime.fromisoformat(meta["finished"])
         row = AttackRow(
-            attack_id=str(meta["id"]),
-            kind=str(document.get("kind") or "shieldbench.attack"),
-            defense_spec=redact(defense["spec"]),
-            defense_name=redact(defense["name"]),
-            dataset_spec=redact(dataset["spec"]),
-            dataset_hash=dataset["content_hash"],
+            attack_id=_text(str(meta["id"]), "meta.id", 128),
+            kind=_text(document.get("kind") or "shieldbench.attack", "kind", 64),
+            defense_spec=redact(_text(defense["spec"], "defense.spec")),
+            defense_name=redact(_text(defense["name"], "defense.name")),
+            dataset_spec=redact(_text(dataset["spec"], "dataset.spec")),
+            dataset_hash=_text(dataset["content_hash"], "dataset.content_hash", 100),
             started=started if started.tzinfo else started.replace(tzinfo=UTC),
             finished=finished if finished.tzinfo else finished.replace(tzinfo=UTC),
             recorded=datetime.now(UTC),
@@ -54,6 +59,13 @@ def attack_row(document: Mapping[str, Any], *, tags: dict[str, str]) -> AttackRo
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise StoreError(f"not an attack result ({type(error).__name__}: {error})") from None
     return row
+
+
+def _text(value: Any, field: str, limit: int | None = None) -> str:
+    if not isinstance(value, str) or not value or (limit is not None and len(value) > limit):
+        most = f" of at most {limit} characters" if limit is not None else ""
+        raise StoreError(f"not an attack result: {field} is {value!r}, not a text{most}")
+    return value
 
 
 def _rate(figures: Mapping[str, Any], name: str) -> float | None:
