@@ -165,7 +165,11 @@ def listed_attacks(store: Store, limit: int = 200) -> tuple[list[Listed], list[d
     try:
         return [listed(info) for info in store.attack_infos(limit=limit)], []
     except (StoreError, *FAILURES):
-        pass  # a document or a column the query cannot read: each record on its own
+        return _listed_one_by_one(store, limit)
+
+
+def _listed_one_by_one(store: Store, limit: int) -> tuple[list[Listed], list[dict[str, str]]]:
+    """:func:`listed_attacks` when the one query failed: each document read on its own."""
     rows, skipped = [], []
     for attack_id in reversed(store.attack_ids()[-limit:]):
         try:
